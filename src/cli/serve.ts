@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import type { PartialSettings } from '../model/settings.js';
+import { loadSettings } from '../model/settings.js';
+import { startDemo } from './demo.js';
+import { startServer } from './server.js';
+
+interface ServeFlags {
+  host?: string;
+  port?: string;
+  data?: string;
+  store?: string;
+  bus?: string;
+  config?: string;
+  demo?: boolean;
+  insecure?: boolean;
+  logLevel?: string;
+}
+
+function toSettings(flags: ServeFlags): PartialSettings {
+  return {
+    host: flags.host,
+    port: flags.port === undefined ? undefined : Number(flags.port),
+    data: flags.data,
+    store: flags.store,
+    bus: flags.bus,
+    demo: flags.demo,
+    insecure: flags.insecure,
+    logLevel: flags.logLevel as PartialSettings['logLevel'],
+  };
+}
+
+export function serveCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('Run the Tailwater server.')
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .option('--port <port>', 'port to listen on; 0 picks a free one (default 8585)')
+    .option('--data <dir>', 'data directory for the embedded store (default ./tailwater-data)')
+    .option('--store <spec>', 'store: sqlite:<path> (default sqlite:<data>/tailwater.db)')
+    .option('--bus <spec>', 'bus: memory (default)')
+    .option('--config <file>', 'JSON config file of settings (see docs/CONFIGURATION.md)')
+    .option('--demo', 'also run a sample pipeline that writes live logs and events')
+    .option('--insecure', 'allow a non-loopback --host without authentication')
+    .option('--log-level <level>', 'server log level: fatal … trace, or silent (default info)')
+    .action(async (flags: ServeFlags) => {
+      const settings = loadSettings({ configFile: flags.config, flags: toSettings(flags) });
+      const server = await startServer(settings);
+      const demo = settings.demo
+        ? startDemo(server.ingest, (message) => server.app.log.info(message))
+        : undefined;
+      process.stdout.write(`Tailwater listening on ${server.url}\n`);
+      if (demo) {
+        process.stdout.write(
+          `Demo pipeline running: curl -N ${server.url}/api/v1/pipelines/demo.nightly_etl/runs/latest/stream\n`,
+        );
+      }
+      const shutdown = async (signal: string) => {
+        process.stdout.write(`${signal}: ending streams and shutting down\n`);
+        demo?.stop();
+        await server.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void shutdown('SIGTERM'));
+      process.once('SIGINT', () => void shutdown('SIGINT'));
+    });
+}

@@ -1,0 +1,40 @@
+import type { Entry } from '../model/entry.js';
+import type { RunStatus } from '../model/run.js';
+
+/** Why a stream ended (PROTOCOL.md, "end"). */
+export type EndReason =
+  | 'runFinished'
+  | 'idleTimeout'
+  | 'maxDuration'
+  | 'maxBytes'
+  | 'shutdown'
+  | 'tokenExpired';
+
+export interface EndInfo {
+  reason: EndReason;
+  status?: RunStatus | undefined;
+  lastSeq: number;
+}
+
+/** The only two ways a viewer can miss entries; both are said out loud. */
+export type GapInfo =
+  | { reason: 'retention'; fromSeq: number; toSeq: number }
+  | { reason: 'reset' };
+
+/**
+ * What an SSE dialect turns engine output into. The engine calls it; a dialect implements it
+ * and owns nothing else: no reader, buffer, timer or limit. Each method returns the bytes to
+ * send, or null for nothing. `entry` is called with the same Entry object for every viewer of a
+ * stream, so a dialect may memoize its frame per entry (WeakMap) and share one Buffer.
+ */
+export interface FrameEncoder {
+  /** Sent once when the stream opens: a retry hint, a `connected` event… */
+  open(): Buffer | null;
+  entry(entry: Entry): Buffer | null;
+  /** Stands for filtered-out entries up to and including `seq`, so a reconnect skips them. */
+  cursor(seq: number): Buffer | null;
+  gap(gap: GapInfo): Buffer | null;
+  end(end: EndInfo): Buffer | null;
+  error(code: string, message: string): Buffer | null;
+  heartbeat(): Buffer | null;
+}

@@ -1,0 +1,182 @@
+import type { Bus } from '../bus/bus.js';
+import { TailwaterError } from '../model/errors.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { streamId } from '../model/stream-key.js';
+import type { Store } from '../store/store.js';
+import type { EngineSettings } from './engine-settings.js';
+import type { EntryFilter } from './filter.js';
+import { compileFilter } from './filter.js';
+import type { FrameEncoder, GapInfo } from './frames.js';
+import { Subscription } from './subscription.js';
+import { Tailer } from './tailer.js';
+import type { ViewerTransport } from './viewer-transport.js';
+
+/** Where a new viewer starts. */
+export type StartPosition =
+  | { type: 'after'; seq: number }
+  | { type: 'latest' }
+  | { type: 'tail'; count: number };
+
+export interface SubscribeRequest {
+  key: StreamKey;
+  start: StartPosition;
+  filter?: EntryFilter | undefined;
+  encoder: FrameEncoder;
+}
+
+const RETRY_AFTER = { 'Retry-After': '5' };
+
+/**
+ * Every stream watched on this server: one Tailer per stream key, created by the first viewer
+ * and retired after the last one leaves. It enforces the server's limits, refusing (503, never
+ * queueing) before a stream opens.
+ */
+export class Hub {
+  private readonly tailers = new Map<string, Tailer>();
+  private connections = 0;
+  private closing = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly bus: Bus,
+    private readonly settings: EngineSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get activeConnections(): number {
+    return this.connections;
+  }
+
+  get activeStreams(): number {
+    let count = 0;
+    for (const tailer of this.tailers.values()) if (tailer.viewerCount > 0) count += 1;
+    return count;
+  }
+
+  /** The tailer of a stream, if one is running (tests and metrics look at it). */
+  tailer(key: StreamKey): Tailer | undefined {
+    return this.tailers.get(streamId(key));
+  }
+
+  /**
+   * Opens a viewer. Limits are checked and the slot reserved before anything awaits, so a burst
+   * of requests cannot overshoot them. `openTransport` is called only once the stream will
+   * open: until then an error is still a plain HTTP error.
+   */
+  async subscribe(
+    request: SubscribeRequest,
+    openTransport: () => ViewerTransport,
+  ): Promise<Subscription> {
+    if (this.closing) {
+      throw new TailwaterError('TW_SHUTTING_DOWN', 'The server is shutting down.', RETRY_AFTER);
+    }
+    if (this.connections >= this.settings.maxActiveConnections) {
+      throw new TailwaterError(
+        'TW_CAPACITY',
+        `The server is already serving the maximum number of stream connections (${this.settings.maxActiveConnections}). Retry shortly.`,
+        RETRY_AFTER,
+      );
+    }
+    const name = streamId(request.key);
+    let tailer = this.tailers.get(name);
+    if (!tailer) {
+      if (this.activeStreams >= this.settings.maxActiveStreams) {
+        throw new TailwaterError(
+          'TW_CAPACITY',
+          `The server is already streaming the maximum number of streams (${this.settings.maxActiveStreams}). Retry shortly.`,
+          RETRY_AFTER,
+        );
+      }
+      tailer = this.createTailer(request.key);
+    } else if (tailer.viewerCount >= this.settings.maxSubscribersPerStream) {
+      throw new TailwaterError(
+        'TW_CAPACITY',
+        `This stream has reached its subscriber cap (${this.settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
+        RETRY_AFTER,
+      );
+    }
+    this.connections += 1;
+    tailer.reserve();
+    let opened = false;
+    try {
+      await tailer.ready;
+      const { cursor, gap } = await this.resolveStart(tailer, request.start);
+      const transport = openTransport();
+      const now = this.now();
+      const subscription = new Subscription(
+        request.encoder,
+        transport,
+        cursor,
+        compileFilter(request.filter ?? {}),
+        {
+          maxStreamBytes: this.settings.maxStreamBytes,
+          maxPendingBytes: this.settings.maxPendingBytesPerViewer,
+        },
+        now,
+      );
+      opened = true;
+      subscription.open(now);
+      if (gap) subscription.gap(gap, now);
+      tailer.add(subscription);
+      return subscription;
+    } finally {
+      if (!opened) {
+        this.connections -= 1;
+        tailer.cancelReservation();
+      }
+    }
+  }
+
+  /** Ends every viewer with `end {"reason":"shutdown"}` and refuses new ones. */
+  shutdown(): void {
+    this.closing = true;
+    for (const tailer of [...this.tailers.values()]) tailer.shutdown();
+  }
+
+  private createTailer(key: StreamKey): Tailer {
+    const tailer = new Tailer(
+      key,
+      this.store,
+      this.bus,
+      this.settings,
+      {
+        onRetire: (retired) => {
+          if (this.tailers.get(retired.name) === retired) this.tailers.delete(retired.name);
+        },
+        onSubscriptionClosed: () => {
+          this.connections -= 1;
+        },
+      },
+      this.now,
+    );
+    this.tailers.set(tailer.name, tailer);
+    // A failed start retires the tailer; the subscriber awaiting `ready` reports the error.
+    tailer.ready.catch(() => undefined);
+    return tailer;
+  }
+
+  /**
+   * Turns a start position into a cursor. A cursor past the stream's last seq means the store
+   * was wiped or the viewer came from elsewhere: `gap reset`, and the stream follows from its
+   * start. A cursor into entries retention removed: `gap retention` and what remains.
+   */
+  private async resolveStart(
+    tailer: Tailer,
+    start: StartPosition,
+  ): Promise<{ cursor: number; gap?: GapInfo }> {
+    if (start.type === 'latest') return { cursor: tailer.top };
+    const bounds = await this.store.bounds(tailer.key);
+    const last = Math.max(bounds.lastSeq, tailer.top);
+    if (start.type === 'tail') {
+      return { cursor: Math.max(bounds.firstSeq - 1, last - start.count) };
+    }
+    if (start.seq > last) return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };
+    if (start.seq < bounds.firstSeq - 1) {
+      return {
+        cursor: bounds.firstSeq - 1,
+        gap: { reason: 'retention', fromSeq: start.seq + 1, toSeq: bounds.firstSeq - 1 },
+      };
+    }
+    return { cursor: start.seq };
+  }
+}

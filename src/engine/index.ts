@@ -1,0 +1,10 @@
+export type { EngineSettings } from './engine-settings.js';
+export type { EntryFilter } from './filter.js';
+export type { EndInfo, EndReason, FrameEncoder, GapInfo } from './frames.js';
+export { Hub } from './hub.js';
+export type { StartPosition, SubscribeRequest } from './hub.js';
+export { Ingest } from './ingest.js';
+export type { LogAppend } from './ingest.js';
+export { Subscription } from './subscription.js';
+export { Tailer } from './tailer.js';
+export type { ViewerTransport } from './viewer-transport.js';

@@ -1,0 +1,155 @@
+import type { Entry } from '../model/entry.js';
+import type { EntryPredicate } from './filter.js';
+import type { EndInfo, FrameEncoder, GapInfo } from './frames.js';
+import type { ViewerTransport } from './viewer-transport.js';
+
+const DRAIN_RECHECK_MS = 100;
+
+/**
+ * How a viewer is fed. `paging`: it is behind (just joined with an old cursor, or its socket
+ * fell behind) and reads pages from the store as its socket drains. `live`: it is up to date and
+ * receives the Tailer's fan-out. `closed`: done.
+ */
+export type SubscriptionMode = 'paging' | 'live' | 'closed';
+
+export interface SubscriptionLimits {
+  maxStreamBytes: number;
+  maxPendingBytes: number;
+}
+
+/**
+ * One viewer of one stream: its cursor, filter, encoder and socket. It writes frames and keeps
+ * the counts the limits need; the Tailer decides what it is sent and when.
+ */
+export class Subscription {
+  mode: SubscriptionMode = 'paging';
+  /** The seq of the last entry handed to the socket (as a frame or a cursor frame). */
+  cursor: number;
+  /** Bytes written to this viewer since it opened. */
+  bytesSent = 0;
+  readonly openedAt: number;
+  lastWriteAt: number;
+  private readonly closeListeners: Array<() => void> = [];
+  private drainWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly encoder: FrameEncoder,
+    readonly transport: ViewerTransport,
+    cursor: number,
+    private readonly predicate: EntryPredicate | undefined,
+    private readonly limits: SubscriptionLimits,
+    now: number,
+  ) {
+    this.cursor = cursor;
+    this.openedAt = now;
+    this.lastWriteAt = now;
+    transport.onClose(() => this.markClosed());
+    transport.onDrain(() => this.wakeDrainWaiters());
+  }
+
+  get closed(): boolean {
+    return this.mode === 'closed';
+  }
+
+  /** Past its pending-byte cap the viewer must stop taking live pushes. */
+  get overPendingCap(): boolean {
+    return this.transport.pendingBytes > this.limits.maxPendingBytes;
+  }
+
+  get overByteLimit(): boolean {
+    return this.bytesSent >= this.limits.maxStreamBytes;
+  }
+
+  /**
+   * Sends the entries after the cursor, in order, each exactly once. Entries the filter drops
+   * advance the cursor; if the last of them is dropped, one cursor frame carries its seq so a
+   * reconnect does not replay it.
+   */
+  deliver(entries: readonly Entry[], now: number): void {
+    let skippedTo = 0;
+    for (const entry of entries) {
+      if (entry.seq <= this.cursor) continue;
+      if (this.closed || this.overByteLimit) break;
+      if (this.predicate && !this.predicate(entry)) {
+        skippedTo = entry.seq;
+        this.cursor = entry.seq;
+        continue;
+      }
+      skippedTo = 0;
+      this.send(this.encoder.entry(entry), now);
+      this.cursor = entry.seq;
+    }
+    if (skippedTo > 0) this.send(this.encoder.cursor(skippedTo), now);
+  }
+
+  gap(gap: GapInfo, now: number): void {
+    this.send(this.encoder.gap(gap), now);
+  }
+
+  heartbeat(now: number): void {
+    this.send(this.encoder.heartbeat(), now);
+  }
+
+  open(now: number): void {
+    this.send(this.encoder.open(), now);
+  }
+
+  /** Sends `end` and closes. */
+  end(info: EndInfo, now: number): void {
+    if (this.closed) return;
+    this.send(this.encoder.end(info), now);
+    this.close();
+  }
+
+  /** Sends `error` and closes. */
+  fail(code: string, message: string, now: number): void {
+    if (this.closed) return;
+    this.send(this.encoder.error(code, message), now);
+    this.close();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.transport.close();
+    this.markClosed();
+  }
+
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
+  /**
+   * Resolves when the socket drains or the viewer is gone; the caller re-checks its state. A
+   * timer backs up the `drain` event, which a socket only emits after a refused write.
+   */
+  drained(): Promise<void> {
+    if (this.closed || this.transport.pendingBytes === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, DRAIN_RECHECK_MS);
+      this.drainWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private wakeDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private send(frame: Buffer | null, now: number): void {
+    if (!frame || this.closed) return;
+    this.transport.write(frame);
+    this.bytesSent += frame.length;
+    this.lastWriteAt = now;
+  }
+
+  private markClosed(): void {
+    if (this.mode === 'closed') return;
+    this.mode = 'closed';
+    this.wakeDrainWaiters();
+    for (const listener of this.closeListeners.splice(0)) listener();
+  }
+}

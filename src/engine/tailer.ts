@@ -1,0 +1,388 @@
+import type { Bus } from '../bus/bus.js';
+import type { Entry } from '../model/entry.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { streamId } from '../model/stream-key.js';
+import type { Store } from '../store/store.js';
+import type { EngineSettings } from './engine-settings.js';
+import type { EndInfo } from './frames.js';
+import { ReplayBuffer } from './replay-buffer.js';
+import { RunStateProbe } from './run-state.js';
+import type { Subscription } from './subscription.js';
+
+/** Consecutive failed reads after which the store is taken to be down for this stream. */
+const PERSISTENT_FAILURES = 3;
+
+export interface TailerHooks {
+  /** The last viewer left and the idle grace passed, or the tailer failed: drop it. */
+  onRetire(tailer: Tailer): void;
+  /** A subscription closed (the Hub keeps the connection count). */
+  onSubscriptionClosed(subscription: Subscription): void;
+}
+
+/**
+ * The one reader of one stream on this server. On every wake-up (a bus notification, or the
+ * poll timer as a fallback) it reads the entries after `top` from the store once and fans them
+ * out to every live viewer; viewers that are behind page from the store on their own until they
+ * catch up, then join the live set. It reads nothing while nobody watches.
+ */
+export class Tailer {
+  readonly name: string;
+  /** The newest seq read from the store and fanned out. */
+  top = 0;
+  /** Store reads made by the shared reader (not by catching-up viewers). */
+  sharedReads = 0;
+  readonly ready: Promise<void>;
+
+  private readonly buffer: ReplayBuffer;
+  private readonly runState: RunStateProbe | undefined;
+  private readonly subscriptions = new Set<Subscription>();
+  private readonly live = new Set<Subscription>();
+  /** Viewers on their way in (the Hub reserved their slot); they keep the tailer alive. */
+  private reservations = 0;
+  private lastEntryAt: number;
+  private reading: Promise<void> | undefined;
+  private readAgain = false;
+  private stale = false;
+  private failures = 0;
+  private retired = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly unsubscribeBus: () => void;
+
+  constructor(
+    readonly key: StreamKey,
+    private readonly store: Store,
+    bus: Bus,
+    private readonly settings: EngineSettings,
+    private readonly hooks: TailerHooks,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.name = streamId(key);
+    this.buffer = new ReplayBuffer(settings.replayBufferBytes);
+    this.lastEntryAt = now();
+    if (key.type === 'run') {
+      this.runState = new RunStateProbe(
+        () => store.getRun(key.pipeline, key.runId),
+        settings.runStatePollSeconds * 1000,
+      );
+    }
+    this.unsubscribeBus = bus.subscribe(this.name, (seq) => {
+      if (seq > this.top) this.wake();
+    });
+    this.ready = this.start().catch((error: unknown) => {
+      this.retire();
+      throw error;
+    });
+  }
+
+  /** Viewers, counting those on their way in. */
+  get viewerCount(): number {
+    return this.subscriptions.size + this.reservations;
+  }
+
+  /** Holds a place for a viewer about to be added: the tailer will not retire meanwhile. */
+  reserve(): void {
+    this.reservations += 1;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  cancelReservation(): void {
+    this.reservations -= 1;
+    this.retireWhenIdle();
+  }
+
+  get runStateLookups(): number {
+    return this.runState?.lookups ?? 0;
+  }
+
+  private async start(): Promise<void> {
+    const bounds = await this.store.bounds(this.key);
+    this.top = bounds.lastSeq;
+    if (bounds.lastSeq > 0) {
+      const [last] = await this.store.readEntries(this.key, {
+        afterSeq: bounds.lastSeq - 1,
+        limit: 1,
+      });
+      if (last) {
+        this.lastEntryAt = Date.parse(last.time);
+        this.runState?.observe(last);
+      }
+    }
+    await this.runState?.refresh(this.now());
+    this.pollTimer = setInterval(() => void this.tick(), this.settings.pollSeconds * 1000);
+    this.pollTimer.unref();
+  }
+
+  /** Adds a viewer whose cursor is set; it catches up from the buffer or the store. */
+  add(subscription: Subscription): void {
+    this.reservations -= 1;
+    if (subscription.transport.closed) {
+      // The viewer left while its stream was being opened.
+      subscription.close();
+      this.hooks.onSubscriptionClosed(subscription);
+      this.retireWhenIdle();
+      return;
+    }
+    this.subscriptions.add(subscription);
+    subscription.onClose(() => this.remove(subscription));
+    if (this.stale) {
+      this.stale = false;
+      this.wake();
+    }
+    void this.catchUp(subscription);
+  }
+
+  /** A hint that the store has entries past `top`. Reads are coalesced: one at a time. */
+  wake(): void {
+    if (this.retired) return;
+    if (this.subscriptions.size === 0) {
+      // Nobody to read for; the next viewer triggers the read.
+      this.stale = true;
+      return;
+    }
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = this.readNew().finally(() => {
+      this.reading = undefined;
+      if (this.readAgain) {
+        this.readAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Ends every viewer (server shutdown), then retires. */
+  shutdown(): void {
+    const now = this.now();
+    for (const subscription of [...this.subscriptions]) {
+      subscription.end(this.endInfo('shutdown'), now);
+    }
+    this.retire();
+  }
+
+  /**
+   * Reads what is new, page by page, and fans it out. Yields to the event loop between pages
+   * and after maxBytesPerTick so sockets flush and other streams get their turn.
+   */
+  private async readNew(): Promise<void> {
+    let tickBytes = 0;
+    for (;;) {
+      let entries: Entry[];
+      try {
+        entries = await this.store.readEntries(this.key, {
+          afterSeq: this.top,
+          limit: this.settings.readBatchEntries,
+          maxBytes: this.settings.maxBytesPerTick,
+        });
+        this.sharedReads += 1;
+        this.failures = 0;
+      } catch (error) {
+        this.onReadFailure(error);
+        return;
+      }
+      if (entries.length === 0 || this.retired) return;
+      tickBytes += this.accept(entries);
+      if (tickBytes >= this.settings.maxBytesPerTick) {
+        tickBytes = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+  }
+
+  /** Takes new entries into `top`, the buffer and the run state, and fans them out. */
+  private accept(entries: readonly Entry[]): number {
+    let bytes = 0;
+    for (const entry of entries) {
+      if (entry.seq <= this.top) continue;
+      const weight = entryWeight(entry);
+      bytes += weight;
+      this.buffer.push(entry, weight);
+      this.runState?.observe(entry);
+      this.top = entry.seq;
+    }
+    const last = entries[entries.length - 1];
+    if (last) this.lastEntryAt = Math.max(this.lastEntryAt, Date.parse(last.time));
+    const now = this.now();
+    for (const subscription of this.live) {
+      subscription.deliver(entries, now);
+      this.checkLimits(subscription, now);
+    }
+    return bytes;
+  }
+
+  /** After a write: the byte limit ends a viewer, the pending cap sends it back to paging. */
+  private checkLimits(subscription: Subscription, now: number): void {
+    if (subscription.closed) return;
+    if (subscription.overByteLimit) {
+      subscription.end(this.endInfo('maxBytes'), now);
+    } else if (subscription.overPendingCap && subscription.mode === 'live') {
+      this.live.delete(subscription);
+      subscription.mode = 'paging';
+      void this.catchUp(subscription);
+    }
+  }
+
+  /**
+   * Brings a viewer from its cursor to `top`: from the replay buffer when it covers the cursor,
+   * else page by page from the store, waiting for its socket to drain between pages so memory
+   * stays bounded. Then it joins the live fan-out, with no gap and no duplicate: `deliver` skips
+   * anything at or below the cursor, and everything here runs between awaits, atomically.
+   */
+  private async catchUp(subscription: Subscription): Promise<void> {
+    let failures = 0;
+    while (!subscription.closed && !this.retired) {
+      const now = this.now();
+      if (subscription.overByteLimit) {
+        subscription.end(this.endInfo('maxBytes'), now);
+        return;
+      }
+      if (subscription.overPendingCap) {
+        await subscription.drained();
+        continue;
+      }
+      if (subscription.cursor >= this.top) {
+        this.goLive(subscription, now);
+        return;
+      }
+      if (this.buffer.covers(subscription.cursor)) {
+        subscription.deliver(this.buffer.after(subscription.cursor), now);
+        continue;
+      }
+      let page: Entry[];
+      try {
+        page = await this.store.readEntries(this.key, {
+          afterSeq: subscription.cursor,
+          limit: this.settings.readBatchEntries,
+          maxBytes: this.settings.maxBytesPerTick,
+        });
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        if (failures >= PERSISTENT_FAILURES) {
+          subscription.fail('TW_STORE_UNAVAILABLE', describeFailure(error), this.now());
+          return;
+        }
+        await delay(this.settings.pollSeconds * 1000);
+        continue;
+      }
+      if (page.length === 0) {
+        // The store has nothing past the cursor although `top` is ahead: only retention can do
+        // that, and the live fan-out will carry on from here.
+        this.goLive(subscription, this.now());
+        return;
+      }
+      subscription.deliver(page, this.now());
+    }
+  }
+
+  private goLive(subscription: Subscription, now: number): void {
+    subscription.mode = 'live';
+    this.live.add(subscription);
+    const end = this.streamEnd(now, subscription);
+    if (end) subscription.end(end, now);
+  }
+
+  /** The poll: read (the fallback for a silent bus), then heartbeats, lifetimes, and ends. */
+  private async tick(): Promise<void> {
+    if (this.subscriptions.size === 0 || this.retired) return;
+    this.wake();
+    await this.reading;
+    await this.runState?.refresh(this.now());
+    if (this.retired) return;
+    const now = this.now();
+    const heartbeatMs = this.settings.heartbeatSeconds * 1000;
+    const maxDurationMs = this.settings.maxStreamSeconds * 1000;
+    for (const subscription of [...this.subscriptions]) {
+      const end = subscription.mode === 'live' ? this.streamEnd(now, subscription) : undefined;
+      if (now - subscription.openedAt >= maxDurationMs) {
+        subscription.end(this.endInfo('maxDuration'), now);
+      } else if (end) {
+        subscription.end(end, now);
+      } else if (now - subscription.lastWriteAt >= heartbeatMs && !subscription.overPendingCap) {
+        subscription.heartbeat(now);
+      }
+    }
+  }
+
+  /**
+   * Whether the whole stream is over, checked when nothing new came in: a run that went
+   * terminal and quiet for finishGraceSeconds, a run with no row quiet for unknownRunGrace, or
+   * a run silent for maxIdleSeconds without a terminal status. Topics never end. A run with no
+   * row gets its grace from when this viewer came, since it may have just been triggered.
+   */
+  private streamEnd(now: number, subscription: Subscription): EndInfo | undefined {
+    if (!this.runState || this.readAgain || this.stale) return undefined;
+    const { state } = this.runState;
+    const quietSince =
+      state === 'unknown' ? Math.max(this.lastEntryAt, subscription.openedAt) : this.lastEntryAt;
+    const quietMs = now - quietSince;
+    if (state !== 'finished' && quietMs >= this.settings.maxIdleSeconds * 1000) {
+      return this.endInfo('idleTimeout');
+    }
+    if (state === 'finished' && quietMs >= this.settings.finishGraceSeconds * 1000) {
+      return this.endInfo('runFinished');
+    }
+    if (state === 'unknown' && quietMs >= this.settings.unknownRunGraceSeconds * 1000) {
+      return this.endInfo('runFinished');
+    }
+    return undefined;
+  }
+
+  private endInfo(reason: EndInfo['reason']): EndInfo {
+    return { reason, status: this.runState?.status, lastSeq: this.top };
+  }
+
+  private onReadFailure(error: unknown): void {
+    this.failures += 1;
+    if (this.failures < PERSISTENT_FAILURES) return;
+    const now = this.now();
+    for (const subscription of [...this.subscriptions]) {
+      subscription.fail('TW_STORE_UNAVAILABLE', describeFailure(error), now);
+    }
+    this.retire();
+  }
+
+  private remove(subscription: Subscription): void {
+    this.subscriptions.delete(subscription);
+    this.live.delete(subscription);
+    this.hooks.onSubscriptionClosed(subscription);
+    this.retireWhenIdle();
+  }
+
+  /** With nobody watching, keep the tailer for tailerIdleGraceSeconds, then retire it. */
+  private retireWhenIdle(): void {
+    if (this.viewerCount > 0 || this.retired || this.idleTimer) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.viewerCount === 0) this.retire();
+    }, this.settings.tailerIdleGraceSeconds * 1000);
+    this.idleTimer.unref();
+  }
+
+  private retire(): void {
+    if (this.retired) return;
+    this.retired = true;
+    clearInterval(this.pollTimer);
+    clearTimeout(this.idleTimer);
+    this.unsubscribeBus();
+    this.buffer.clear();
+    this.hooks.onRetire(this);
+  }
+}
+
+/** What an entry costs in the replay buffer, roughly its encoded size. */
+function entryWeight(entry: Entry): number {
+  if (entry.text !== undefined) return entry.text.length + 96;
+  return (entry.data === undefined ? 0 : JSON.stringify(entry.data).length) + 128;
+}
+
+function describeFailure(error: unknown): string {
+  return `The store could not be read: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,35 @@
+import Fastify, { LogController } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { appendRoutes } from './append.js';
+import { registerBodyParsers } from './body.js';
+import type { AppDeps } from './deps.js';
+import { registerErrorHandling } from './errors.js';
+import { healthRoutes } from './health.js';
+import { nativeStreamRoutes } from './native.js';
+import { readRoutes } from './read.js';
+import { runRoutes } from './runs.js';
+
+export interface BuildAppOptions {
+  /** pino's level for the server log; 'silent' turns it off. */
+  logLevel?: string;
+}
+
+/** The Fastify app, built from its dependencies and not yet listening (tests use inject()). */
+export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger:
+      !options.logLevel || options.logLevel === 'silent' ? false : { level: options.logLevel },
+    logController: new LogController({ disableRequestLogging: true }),
+    // Idle keep-alive sockets close at once on shutdown; open streams are ended by the Hub.
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 1024 },
+  });
+  registerBodyParsers(app);
+  registerErrorHandling(app);
+  await app.register(healthRoutes, deps);
+  await app.register(runRoutes, deps);
+  await app.register(appendRoutes, deps);
+  await app.register(readRoutes, deps);
+  await app.register(nativeStreamRoutes, deps);
+  return app;
+}

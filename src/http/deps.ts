@@ -1,0 +1,12 @@
+import type { Hub } from '../engine/hub.js';
+import type { Ingest } from '../engine/ingest.js';
+import type { Settings } from '../model/settings.js';
+import type { Store } from '../store/store.js';
+
+/** What the HTTP app is built from; `buildApp` creates nothing global of its own. */
+export interface AppDeps {
+  store: Store;
+  hub: Hub;
+  ingest: Ingest;
+  settings: Settings;
+}

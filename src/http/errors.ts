@@ -1,0 +1,49 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { ErrorCode } from '../model/errors.js';
+import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
+
+/** Fastify's own errors, in Tailwater's terms. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'TW_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'TW_BODY_TOO_LARGE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'TW_BAD_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'TW_BAD_JSON',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'TW_BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_TYPE: 'TW_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_BAD_URL: 'TW_BAD_REQUEST',
+};
+
+export function toTailwaterError(error: unknown): TailwaterError {
+  if (error instanceof TailwaterError) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  const code = fastifyError.code && FASTIFY_CODES[fastifyError.code];
+  if (code) {
+    const message =
+      code === 'TW_UNSUPPORTED_MEDIA_TYPE'
+        ? 'Unsupported content type: use application/json (or text/plain for log text).'
+        : (fastifyError.message ?? 'Bad request.');
+    return new TailwaterError(code, message);
+  }
+  if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    return new TailwaterError('TW_BAD_REQUEST', fastifyError.message ?? 'Bad request.');
+  }
+  return new TailwaterError('TW_INTERNAL', 'Internal server error.');
+}
+
+/** Every error leaves as `{"error": {"code", "message"}}` with the status of its code. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const tailwaterError = toTailwaterError(error);
+    if (tailwaterError.code === 'TW_INTERNAL') request.log.error({ err: error }, 'request failed');
+    if (reply.sent || reply.raw.headersSent) return;
+    void reply
+      .code(ERROR_STATUS[tailwaterError.code])
+      .headers(tailwaterError.headers)
+      .send({ error: { code: tailwaterError.code, message: tailwaterError.message } });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send({
+      error: { code: 'TW_NOT_FOUND', message: `No route ${request.method} ${request.url}.` },
+    });
+  });
+}

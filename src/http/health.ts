@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import { topicKey } from '../model/stream-key.js';
+import { RUNS_FEED_TOPIC } from '../store/store.js';
+import type { AppDeps } from './deps.js';
+
+export async function healthRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await store.bounds(topicKey(RUNS_FEED_TOPIC));
+    } catch (error) {
+      return reply.code(503).send({
+        status: 'unavailable',
+        store: { status: 'down', message: (error as Error).message },
+      });
+    }
+    return { status: 'ready', store: { status: 'up' }, bus: { status: 'up' } };
+  });
+}

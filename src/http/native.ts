@@ -1,0 +1,113 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
+import type { Hub, StartPosition } from '../engine/hub.js';
+import type { Entry } from '../model/entry.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { runKey, topicKey } from '../model/stream-key.js';
+import { RUNS_FEED_TOPIC } from '../store/store.js';
+import type { AppDeps } from './deps.js';
+import {
+  parseFilter,
+  parseList,
+  parseStart,
+  pipelineParam,
+  resolveRunId,
+  topicParam,
+} from './params.js';
+import { commentBytes, frameBytes, HttpViewerTransport } from './sse.js';
+
+// One encoded frame per entry, shared by every native viewer of the stream.
+const entryFrames = new WeakMap<Entry, Buffer>();
+
+/** Tailwater's own SSE dialect: `id: seq`, `event: kind`, `data: <entry JSON>` (PROTOCOL.md). */
+export class NativeEncoder implements FrameEncoder {
+  constructor(private readonly retryMillis: number) {}
+
+  open(): Buffer {
+    return Buffer.from(`retry: ${this.retryMillis}\n\n`);
+  }
+
+  entry(entry: Entry): Buffer {
+    let frame = entryFrames.get(entry);
+    if (!frame) {
+      frame = frameBytes({ id: entry.seq, event: entry.kind, data: JSON.stringify(entry) });
+      entryFrames.set(entry, frame);
+    }
+    return frame;
+  }
+
+  cursor(seq: number): Buffer {
+    return frameBytes({ id: seq, event: 'cursor', data: '{}' });
+  }
+
+  gap(gap: GapInfo): Buffer {
+    return frameBytes({ event: 'gap', data: JSON.stringify(gap) });
+  }
+
+  end(end: EndInfo): Buffer {
+    return frameBytes({ event: 'end', data: JSON.stringify(end) });
+  }
+
+  error(code: string, message: string): Buffer {
+    return frameBytes({ event: 'error', data: JSON.stringify({ code, message }) });
+  }
+
+  heartbeat(): Buffer {
+    return commentBytes('heartbeat');
+  }
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+/** The native stream endpoints: a run, a topic, and the runs feed. */
+export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const stream = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    key: StreamKey,
+    where?: (entry: Entry) => boolean,
+  ): Promise<void> => {
+    const query = request.query as Query;
+    const start: StartPosition = parseStart(request.headers['last-event-id'], query);
+    const filter = { ...parseFilter(query), where };
+    await streamTo(deps.hub, reply, key, start, filter, new NativeEncoder(deps.settings.retryMillis));
+  };
+
+  app.get('/api/v1/pipelines/:fqn/runs/:runId/stream', async (request, reply) => {
+    const params = request.params as { fqn: string; runId: string };
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(deps.store, fqn, params.runId);
+    await stream(request, reply, runKey(fqn, runId));
+  });
+
+  app.get('/api/v1/topics/:topic/stream', async (request, reply) => {
+    const topic = topicParam((request.params as { topic: string }).topic);
+    await stream(request, reply, topicKey(topic));
+  });
+
+  app.get('/api/v1/runs/stream', async (request, reply) => {
+    const pipelines = parseList(request.query as Query, 'pipeline');
+    const where = pipelines
+      ? (entry: Entry) => pipelines.includes((entry.data as { pipeline?: string }).pipeline ?? '')
+      : undefined;
+    await stream(request, reply, topicKey(RUNS_FEED_TOPIC), where);
+  });
+}
+
+/**
+ * Subscribes and, once the Hub accepts, hijacks the reply into an SSE stream. A refusal thrown
+ * by the Hub happens before the hijack, so it is an ordinary JSON error response.
+ */
+export async function streamTo(
+  hub: Hub,
+  reply: FastifyReply,
+  key: StreamKey,
+  start: StartPosition,
+  filter: Parameters<Hub['subscribe']>[0]['filter'],
+  encoder: FrameEncoder,
+): Promise<void> {
+  await hub.subscribe({ key, start, filter, encoder }, () => {
+    reply.hijack();
+    return new HttpViewerTransport(reply.raw);
+  });
+}

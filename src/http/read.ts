@@ -1,0 +1,84 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { TailwaterError } from '../model/errors.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { runKey, topicKey } from '../model/stream-key.js';
+import type { Store } from '../store/store.js';
+import type { AppDeps } from './deps.js';
+import { afterParam, intParam, parseList, pipelineParam, resolveRunId, topicParam } from './params.js';
+
+const MiB = 1024 * 1024;
+type Query = Record<string, string | string[] | undefined>;
+type RunParams = { fqn: string; runId: string };
+
+/** Reading without streaming: entries by cursor, log by byte offset, the whole log as text. */
+export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
+  /** A run that must exist for its history to be read. */
+  const existingRun = async (params: RunParams): Promise<StreamKey> => {
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(store, fqn, params.runId);
+    if (!(await store.getRun(fqn, runId))) {
+      throw new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${fqn}.`);
+    }
+    return runKey(fqn, runId);
+  };
+
+  const entries = async (key: StreamKey, query: Query) => {
+    const after = afterParam(query);
+    const limit = intParam(query, 'limit', { min: 1, max: 1000, default: 100 });
+    const kinds = parseList(query, 'kinds');
+    const page = await store.readEntries(key, { afterSeq: after, limit: limit + 1, kinds });
+    const hasMore = page.length > limit;
+    if (hasMore) page.pop();
+    return { entries: page, next: page[page.length - 1]?.seq ?? after, hasMore };
+  };
+
+  app.get('/api/v1/pipelines/:fqn/runs/:runId/entries', async (request) =>
+    entries(await existingRun(request.params as RunParams), request.query as Query),
+  );
+
+  app.get('/api/v1/topics/:topic/entries', async (request) =>
+    entries(topicKey(topicParam((request.params as { topic: string }).topic)), request.query as Query),
+  );
+
+  app.get('/api/v1/pipelines/:fqn/runs/:runId/log', async (request) => {
+    const key = await existingRun(request.params as RunParams);
+    const query = request.query as Query;
+    const offset = intParam(query, 'offset', { min: -1, max: Number.MAX_SAFE_INTEGER, default: 0 });
+    const limit = intParam(query, 'limit', { min: 1, max: MiB, default: MiB });
+    return logPage(store, key, offset, limit);
+  });
+
+  app.get('/api/v1/pipelines/:fqn/runs/:runId/log.txt', async (request, reply) => {
+    const params = request.params as RunParams;
+    const key = await existingRun(params);
+    const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
+    return reply
+      .type('text/plain; charset=utf-8')
+      .header('Content-Disposition', `attachment; filename="${safeFileName(name)}.log"`)
+      .send(Readable.from(logText(store, key)));
+  });
+}
+
+/** One page of the log in Freight's shape. */
+export async function logPage(store: Store, key: StreamKey, offset: number, limit: number) {
+  const chunks = await store.readLog(key, offset, limit);
+  const last = chunks[chunks.length - 1];
+  return { chunks, nextOffset: last ? last.offset + last.size : offset };
+}
+
+/** The whole log, page by page, so a large log is never held in memory at once. */
+async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buffer> {
+  let offset = 0;
+  for (;;) {
+    const chunks = await store.readLog(key, offset, MiB);
+    if (chunks.length === 0) return;
+    for (const chunk of chunks) yield Buffer.from(chunk.text, 'utf8');
+    const last = chunks[chunks.length - 1]!;
+    offset = last.offset + last.size;
+  }
+}
+
+function safeFileName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 200);
+}

@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { TailwaterError } from '../model/errors.js';
+import { RUN_STATUSES } from '../model/run.js';
+import { parseBody } from './body.js';
+import type { AppDeps } from './deps.js';
+import { intParam, pipelineParam, resolveRunId } from './params.js';
+
+const putRunBody = z.object({
+  status: z.enum(RUN_STATUSES),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+
+type RunParams = { fqn: string; runId: string };
+type Query = Record<string, string | string[] | undefined>;
+
+/** Runs and pipelines: create, update, read, list, cancel. */
+export async function runRoutes(app: FastifyInstance, { store, ingest }: AppDeps): Promise<void> {
+  app.put('/api/v1/pipelines/:fqn/runs/:runId', async (request) => {
+    const params = request.params as RunParams;
+    const fqn = pipelineParam(params.fqn);
+    if (params.runId === 'latest') {
+      throw new TailwaterError('TW_BAD_NAME', '"latest" names the newest run; it cannot be set.');
+    }
+    const runId = await resolveRunId(store, fqn, params.runId);
+    const body = parseBody(putRunBody, request.body);
+    return (await ingest.putRun(fqn, runId, body)).run;
+  });
+
+  app.get('/api/v1/pipelines/:fqn/runs/:runId', async (request) => {
+    const params = request.params as RunParams;
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(store, fqn, params.runId);
+    const run = await store.getRun(fqn, runId);
+    if (!run) throw new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${fqn}.`);
+    return run;
+  });
+
+  app.post('/api/v1/pipelines/:fqn/runs/:runId/cancel', async (request, reply) => {
+    const params = request.params as RunParams;
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(store, fqn, params.runId);
+    const { run } = await ingest.requestCancel(fqn, runId);
+    return reply.code(202).send(run);
+  });
+
+  app.get('/api/v1/pipelines', async () => ({ pipelines: await store.listPipelines() }));
+
+  app.get('/api/v1/pipelines/:fqn/runs', async (request) => {
+    const fqn = pipelineParam((request.params as { fqn: string }).fqn);
+    const query = request.query as Query;
+    const limit = intParam(query, 'limit', { min: 1, max: 1000, default: 50 });
+    const statusParam = query['status'];
+    let status: (typeof RUN_STATUSES)[number] | undefined;
+    if (statusParam !== undefined) {
+      const parsed = z.enum(RUN_STATUSES).safeParse(statusParam);
+      if (!parsed.success) {
+        throw new TailwaterError(
+          'TW_BAD_QUERY',
+          `status must be one of ${RUN_STATUSES.join(', ')} (was "${String(statusParam)}").`,
+        );
+      }
+      status = parsed.data;
+    }
+    return { runs: await store.listRuns(fqn, { status, limit }) };
+  });
+}

@@ -1,0 +1,78 @@
+import type { ServerResponse } from 'node:http';
+import type { ViewerTransport } from '../engine/viewer-transport.js';
+
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-store, no-transform',
+  'X-Accel-Buffering': 'no',
+  Connection: 'keep-alive',
+} as const;
+
+const LINE_BREAK = /[\r\n]/;
+
+export interface SseFrame {
+  id?: string | number | undefined;
+  event?: string | undefined;
+  /** One line of data (JSON never holds a raw newline); multi-line data is split per line. */
+  data: string;
+}
+
+/**
+ * The bytes of one SSE frame. An `id` or `event` holding CR or LF would let a value inject
+ * frames, so it is refused (as Hono's writer does); data lines are split on line breaks.
+ */
+export function formatFrame(frame: SseFrame): string {
+  let out = '';
+  if (frame.id !== undefined) {
+    const id = String(frame.id);
+    if (LINE_BREAK.test(id)) throw new Error('An SSE id must not contain CR or LF.');
+    out += `id: ${id}\n`;
+  }
+  if (frame.event !== undefined) {
+    if (LINE_BREAK.test(frame.event)) throw new Error('An SSE event must not contain CR or LF.');
+    out += `event: ${frame.event}\n`;
+  }
+  for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+export function frameBytes(frame: SseFrame): Buffer {
+  return Buffer.from(formatFrame(frame), 'utf8');
+}
+
+export function commentBytes(text: string): Buffer {
+  return Buffer.from(`: ${text}\n\n`, 'utf8');
+}
+
+/** A hijacked HTTP response as the engine's byte sink. */
+export class HttpViewerTransport implements ViewerTransport {
+  constructor(private readonly res: ServerResponse) {
+    res.writeHead(200, SSE_HEADERS);
+    // Frames are small and latency matters more than packet count.
+    res.socket?.setNoDelay(true);
+  }
+
+  write(chunk: Buffer): boolean {
+    return this.res.write(chunk);
+  }
+
+  get pendingBytes(): number {
+    return this.res.writableLength;
+  }
+
+  get closed(): boolean {
+    return this.res.destroyed || this.res.writableEnded || this.res.socket?.destroyed === true;
+  }
+
+  onDrain(listener: () => void): void {
+    this.res.on('drain', listener);
+  }
+
+  onClose(listener: () => void): void {
+    this.res.on('close', listener);
+  }
+
+  close(): void {
+    if (!this.res.writableEnded) this.res.end();
+  }
+}

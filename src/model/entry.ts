@@ -1,0 +1,33 @@
+/**
+ * One entry of a stream. `seq` is gapless per stream from 1 and is the cursor.
+ * A `log` entry carries `text` and its byte `offset` in the run's log; any other kind carries
+ * `data`. Optional fields are absent rather than null, so the JSON stays small.
+ */
+export interface Entry {
+  seq: number;
+  time: string;
+  kind: string;
+  offset?: number;
+  text?: string;
+  data?: unknown;
+  step?: string;
+  correlationId?: string;
+  /** The producer's id, which makes appends idempotent. */
+  id?: string;
+}
+
+/** An event as a producer sends it, before the store numbers it. */
+export interface NewEvent {
+  kind: string;
+  data: unknown;
+  step?: string;
+  correlationId?: string;
+  id?: string;
+}
+
+/** Log text as a producer sends it. */
+export interface NewLog {
+  text: string;
+  step?: string;
+  id?: string;
+}

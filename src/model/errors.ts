@@ -1,0 +1,45 @@
+/**
+ * Every error Tailwater reports has a code from this table. The HTTP layer maps the code to
+ * its status in one place, so a handler never picks a status by hand (Fastify's FST_ERR_* idea).
+ */
+export const ERROR_STATUS = {
+  TW_BAD_JSON: 400,
+  TW_BAD_UTF8: 400,
+  TW_BAD_REQUEST: 400,
+  TW_BAD_NAME: 400,
+  TW_BAD_CURSOR: 400,
+  TW_BAD_QUERY: 400,
+  TW_RESERVED_KIND: 400,
+  TW_NOT_FOUND: 404,
+  TW_PIPELINE_NOT_FOUND: 404,
+  TW_RUN_NOT_FOUND: 404,
+  TW_STATUS_CONFLICT: 409,
+  TW_EVENT_TOO_LARGE: 413,
+  TW_BATCH_TOO_LARGE: 413,
+  TW_BODY_TOO_LARGE: 413,
+  TW_UNSUPPORTED_MEDIA_TYPE: 415,
+  TW_CAPACITY: 503,
+  TW_SHUTTING_DOWN: 503,
+  TW_STORE_UNAVAILABLE: 503,
+  TW_INTERNAL: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The one error type of Tailwater: a code from ERROR_STATUS, a message for people. */
+export class TailwaterError extends Error {
+  readonly code: ErrorCode;
+  /** Extra response headers, e.g. Retry-After for capacity refusals. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'TailwaterError';
+    this.code = code;
+    this.headers = headers;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}

@@ -1,0 +1,173 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+const seconds = z.number().nonnegative().finite();
+const positiveInt = z.number().int().positive();
+const bytes = z.number().int().positive();
+
+/**
+ * Every setting with its default (ARCHITECTURE.md's table, plus the server's own). The names are
+ * the config-file keys; the environment variable is TAILWATER_ + the name in upper snake case.
+ */
+export const settingsSchema = z.strictObject({
+  // Server
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.number().int().min(0).max(65535).default(8585),
+  data: z.string().min(1).default('./tailwater-data'),
+  /** `sqlite:<path>`; empty means `sqlite:<data>/tailwater.db`. */
+  store: z.string().default(''),
+  bus: z.string().min(1).default('memory'),
+  insecure: z.boolean().default(false),
+  demo: z.boolean().default(false),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * SQLite's synchronous mode under WAL. `normal` makes a commit durable against a crash of the
+   * process (the WAL frames are in the OS before the commit returns); `full` adds an fsync per
+   * commit, for durability against power loss, at a large cost in appends per second.
+   */
+  sqliteSynchronous: z.enum(['normal', 'full']).default('normal'),
+
+  // Streaming engine
+  heartbeatSeconds: seconds.positive().default(25),
+  pollSeconds: seconds.positive().default(2),
+  readBatchEntries: positiveInt.default(1000),
+  maxBytesPerTick: bytes.default(1 * MiB),
+  maxStreamBytes: bytes.default(32 * MiB),
+  maxStreamSeconds: seconds.positive().default(3600),
+  maxIdleSeconds: seconds.positive().default(300),
+  finishGraceSeconds: seconds.default(10),
+  unknownRunGraceSeconds: seconds.default(60),
+  runStatePollSeconds: seconds.positive().default(10),
+  replayBufferBytes: z.number().int().nonnegative().default(256 * KiB),
+  maxPendingBytesPerViewer: bytes.default(4 * MiB),
+  maxActiveStreams: positiveInt.default(200),
+  maxActiveConnections: positiveInt.default(500),
+  maxSubscribersPerStream: positiveInt.default(100),
+  tailerIdleGraceSeconds: seconds.default(30),
+  /** The `retry:` hint sent to SSE clients at the start of each stream. */
+  retryMillis: z.number().int().nonnegative().default(2000),
+
+  // Appending
+  maxEventBytes: bytes.default(64 * KiB),
+  maxBatchEntries: positiveInt.default(1000),
+  /** The largest log append accepted in one request; it is stored as chunks of ≤ maxEventBytes. */
+  maxAppendBytes: bytes.default(8 * MiB),
+
+  // Producers
+  runnerChunkBytes: bytes.default(4096),
+  runnerFlushSeconds: seconds.positive().default(3),
+  runnerTimeoutSeconds: seconds.positive().default(3600),
+  runnerReadTimeoutSeconds: seconds.positive().default(300),
+  publisherQueue: positiveInt.default(4096),
+  publisherBatch: positiveInt.default(64),
+});
+
+export type Settings = z.infer<typeof settingsSchema>;
+export type SettingName = keyof Settings;
+export type PartialSettings = Partial<Settings>;
+
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+const shape = settingsSchema.shape;
+
+export function defaultSettings(): Settings {
+  return settingsSchema.parse({});
+}
+
+/** `finishGraceSeconds` → `TAILWATER_FINISH_GRACE_SECONDS`. */
+export function envName(name: string): string {
+  return `TAILWATER_${name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}`;
+}
+
+function baseType(name: SettingName): 'number' | 'boolean' | 'string' {
+  const defaultValue = settingsSchema.parse({})[name];
+  return typeof defaultValue === 'number'
+    ? 'number'
+    : typeof defaultValue === 'boolean'
+      ? 'boolean'
+      : 'string';
+}
+
+function describeIssues(source: string, error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const key = issue.path.join('.');
+      return `${source}${key ? `: ${key}` : ''}: ${issue.message}`;
+    })
+    .join('\n');
+}
+
+function validateLayer(source: string, layer: Record<string, unknown>): PartialSettings {
+  const result = settingsSchema.partial().safeParse(layer);
+  if (!result.success) throw new SettingsError(describeIssues(source, result.error));
+  // zod fills defaults even in a partial schema; keep only what this layer actually set.
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(layer)) out[key] = (result.data as Record<string, unknown>)[key];
+  return out as PartialSettings;
+}
+
+/** Reads a JSON config file whose keys are setting names. */
+export function readConfigFile(path: string): PartialSettings {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new SettingsError(`config file ${path}: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new SettingsError(`config file ${path}: expected a JSON object of settings`);
+  }
+  // Sections handled elsewhere (e.g. `sources`) are not settings of this table.
+  const { sources: _sources, ...rest } = parsed as Record<string, unknown>;
+  return validateLayer(`config file ${path}`, rest);
+}
+
+/** Reads every TAILWATER_* variable that names a setting; each is validated on its own. */
+export function readEnv(env: NodeJS.ProcessEnv): PartialSettings {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(shape) as SettingName[]) {
+    const variable = envName(name);
+    const raw = env[variable];
+    if (raw === undefined || raw === '') continue;
+    let value: unknown = raw;
+    const type = baseType(name);
+    if (type === 'number') {
+      value = Number(raw.trim());
+      if (raw.trim() === '' || Number.isNaN(value)) {
+        throw new SettingsError(`${variable}: expected a number, got "${raw}"`);
+      }
+    } else if (type === 'boolean') {
+      if (!/^(true|false|1|0)$/i.test(raw.trim())) {
+        throw new SettingsError(`${variable}: expected true or false, got "${raw}"`);
+      }
+      value = /^(true|1)$/i.test(raw.trim());
+    }
+    Object.assign(out, validateLayer(variable, { [name]: value }));
+  }
+  return out;
+}
+
+export interface SettingsSources {
+  configFile?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  flags?: PartialSettings;
+}
+
+/** defaults ← config file ← TAILWATER_* env ← flags, each layer validated with its source named. */
+export function loadSettings(sources: SettingsSources = {}): Settings {
+  const env = sources.env ?? process.env;
+  const configFile = sources.configFile ?? env['TAILWATER_CONFIG'];
+  const fromFile = configFile ? readConfigFile(configFile) : {};
+  const fromEnv = readEnv(env);
+  const fromFlags = validateLayer('flag', stripUndefined(sources.flags ?? {}));
+  return settingsSchema.parse({ ...fromFile, ...fromEnv, ...fromFlags });
+}
+
+function stripUndefined(layer: PartialSettings): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(layer).filter(([, value]) => value !== undefined));
+}

@@ -1,0 +1,44 @@
+/**
+ * The SQLite schema. `streams` keeps each key's counters forever, so a seq never goes back for
+ * a key even if its run is deleted; `entries` is clustered by (stream, seq) for cursor reads.
+ */
+export const SCHEMA = `
+CREATE TABLE IF NOT EXISTS streams (
+  id        INTEGER PRIMARY KEY,
+  key       TEXT    NOT NULL UNIQUE,
+  last_seq  INTEGER NOT NULL DEFAULT 0,
+  first_seq INTEGER NOT NULL DEFAULT 1,
+  log_bytes INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+  pipeline         TEXT    NOT NULL,
+  run_id           TEXT    NOT NULL,
+  stream_id        INTEGER NOT NULL REFERENCES streams (id),
+  status           TEXT    NOT NULL,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  created_at       INTEGER NOT NULL,
+  started_at       INTEGER,
+  ended_at         INTEGER,
+  meta             TEXT    NOT NULL DEFAULT '{}',
+  PRIMARY KEY (pipeline, run_id)
+);
+CREATE INDEX IF NOT EXISTS runs_newest ON runs (pipeline, created_at DESC);
+
+CREATE TABLE IF NOT EXISTS entries (
+  stream_id      INTEGER NOT NULL,
+  seq            INTEGER NOT NULL,
+  time           INTEGER NOT NULL,
+  kind           TEXT    NOT NULL,
+  step           TEXT,
+  correlation_id TEXT,
+  producer_id    TEXT,
+  log_offset     INTEGER,
+  body           TEXT    NOT NULL,
+  PRIMARY KEY (stream_id, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS entries_producer_id
+  ON entries (stream_id, producer_id) WHERE producer_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_log_offset
+  ON entries (stream_id, log_offset) WHERE log_offset IS NOT NULL;
+`;

@@ -1,0 +1,516 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import { TailwaterError } from '../model/errors.js';
+import { LOG_KIND } from '../model/names.js';
+import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import { isTerminal } from '../model/run.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { runKey, streamId, topicKey } from '../model/stream-key.js';
+import { SCHEMA } from './sqlite-schema.js';
+import type {
+  AppendEventsResult,
+  AppendLogResult,
+  LogChunk,
+  PutRunResult,
+  ReadEntriesOptions,
+  RunUpdate,
+  Store,
+  StreamBounds,
+  Written,
+} from './store.js';
+import { RUNS_FEED_TOPIC } from './store.js';
+
+export interface SqliteStoreOptions {
+  /** `normal` (default): durable against a process crash. `full`: also against power loss. */
+  synchronous?: 'normal' | 'full';
+}
+
+interface StreamRow {
+  id: number;
+  last_seq: number;
+  first_seq: number;
+  log_bytes: number;
+}
+
+interface RunRow {
+  pipeline: string;
+  run_id: string;
+  stream_id: number;
+  status: RunStatus;
+  cancel_requested: number;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  meta: string;
+  last_seq: number;
+  log_bytes: number;
+}
+
+interface EntryRow {
+  seq: number;
+  time: number;
+  kind: string;
+  step: string | null;
+  correlation_id: string | null;
+  producer_id: string | null;
+  log_offset: number | null;
+  body: string;
+}
+
+/** A row about to be inserted, before its seq is known. */
+interface PendingEntry {
+  kind: string;
+  step?: string | undefined;
+  correlationId?: string | undefined;
+  id?: string | undefined;
+  /** Log text, or the JSON of `data`. */
+  body: string;
+  isLog: boolean;
+}
+
+const RUN_COLUMNS = `r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
+  r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes`;
+
+/**
+ * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so every
+ * append is a single transaction run to completion on the event loop: seq assignment cannot
+ * interleave, and the promise resolves only after COMMIT returned.
+ */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  private readonly streamIds = new Map<string, number>();
+  private readonly stmt;
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    // Under WAL, NORMAL writes each commit to the WAL file (the OS holds it) before returning,
+    // which survives kill -9 of this process; FULL adds an fsync for power loss. See docs/STORAGE.md.
+    this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(SCHEMA);
+    const db = this.db;
+    this.stmt = {
+      streamByKey: db.prepare<[string], StreamRow>(
+        'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
+      ),
+      streamById: db.prepare<[number], StreamRow>(
+        'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
+      ),
+      insertStream: db.prepare<[string]>('INSERT INTO streams (key) VALUES (?)'),
+      updateStream: db.prepare<[number, number, number]>(
+        'UPDATE streams SET last_seq = ?, log_bytes = ? WHERE id = ?',
+      ),
+      insertEntry: db.prepare(
+        `INSERT INTO entries (stream_id, seq, time, kind, step, correlation_id, producer_id,
+           log_offset, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      seqOfProducerId: db.prepare<[number, string], { seq: number; log_offset: number | null }>(
+        'SELECT seq, log_offset FROM entries WHERE stream_id = ? AND producer_id = ?',
+      ),
+      readEntries: db.prepare<[number, number, number], EntryRow>(
+        `SELECT seq, time, kind, step, correlation_id, producer_id, log_offset, body
+           FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+      ),
+      logRange: db.prepare<[number, number, number], { log_offset: number; body: string }>(
+        `SELECT log_offset, body FROM entries
+          WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
+      ),
+      logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
+        `SELECT max(log_offset) AS start FROM entries
+          WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
+      ),
+      getRun: db.prepare<[string, string], RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+          WHERE r.pipeline = ? AND r.run_id = ?`,
+      ),
+      latestRun: db.prepare<[string], RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+          WHERE r.pipeline = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1`,
+      ),
+      listRuns: db.prepare<[string, number], RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+          WHERE r.pipeline = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`,
+      ),
+      listRunsByStatus: db.prepare<[string, string, number], RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+          WHERE r.pipeline = ? AND r.status = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`,
+      ),
+      pipelines: db.prepare<[], { pipeline: string; runs: number }>(
+        'SELECT pipeline, count(*) AS runs FROM runs GROUP BY pipeline ORDER BY pipeline',
+      ),
+      insertRun: db.prepare(
+        `INSERT INTO runs (pipeline, run_id, stream_id, status, created_at, started_at, ended_at, meta)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateRun: db.prepare(
+        `UPDATE runs SET status = ?, started_at = ?, ended_at = ?, meta = ?, cancel_requested = ?
+          WHERE pipeline = ? AND run_id = ?`,
+      ),
+    };
+  }
+
+  // ---- runs ------------------------------------------------------------------------------
+
+  async putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
+    return this.db.transaction(() => {
+      const written: Written[] = [];
+      const run = this.upsertRunRow(pipeline, runId, update, Date.now(), written, false);
+      return { run, written };
+    })();
+  }
+
+  async requestCancel(pipeline: string, runId: string): Promise<PutRunResult> {
+    return this.db.transaction(() => {
+      const row = this.stmt.getRun.get(pipeline, runId);
+      if (!row) throw runNotFound(pipeline, runId);
+      if (isTerminal(row.status)) {
+        throw new TailwaterError(
+          'TW_STATUS_CONFLICT',
+          `Run ${runId} already ended with status ${row.status}; there is nothing to cancel.`,
+        );
+      }
+      const written: Written[] = [];
+      const run = this.upsertRunRow(pipeline, runId, {}, Date.now(), written, true);
+      return { run, written };
+    })();
+  }
+
+  async getRun(pipeline: string, runId: string): Promise<Run | undefined> {
+    const row = this.stmt.getRun.get(pipeline, runId);
+    return row && this.runFromRow(row);
+  }
+
+  async latestRun(pipeline: string): Promise<Run | undefined> {
+    const row = this.stmt.latestRun.get(pipeline);
+    return row && this.runFromRow(row);
+  }
+
+  async listPipelines(): Promise<PipelineSummary[]> {
+    return this.stmt.pipelines.all().map(({ pipeline, runs }) => {
+      const last = this.stmt.latestRun.get(pipeline);
+      return { fqn: pipeline, runs, lastRun: last ? this.runFromRow(last) : null };
+    });
+  }
+
+  async listRuns(pipeline: string, options: { status?: RunStatus; limit: number }): Promise<Run[]> {
+    const rows = options.status
+      ? this.stmt.listRunsByStatus.all(pipeline, options.status, options.limit)
+      : this.stmt.listRuns.all(pipeline, options.limit);
+    return rows.map((row) => this.runFromRow(row));
+  }
+
+  /**
+   * Creates or updates the run row inside the caller's transaction. On a status change (or a
+   * cancel request) it writes a `status` entry to the run stream and one to the runs feed.
+   */
+  private upsertRunRow(
+    pipeline: string,
+    runId: string,
+    update: RunUpdate,
+    now: number,
+    written: Written[],
+    cancel: boolean,
+  ): Run {
+    const existing = this.stmt.getRun.get(pipeline, runId);
+    const status = update.status ?? existing?.status ?? 'running';
+    if (existing && isTerminal(existing.status) && !isTerminal(status)) {
+      throw new TailwaterError(
+        'TW_STATUS_CONFLICT',
+        `Run ${runId} already ended with status ${existing.status}; it cannot become ${status}.`,
+      );
+    }
+    const meta = JSON.stringify(update.meta ?? (existing ? JSON.parse(existing.meta) : {}));
+    const startedAt = existing?.started_at ?? (status === 'queued' ? null : now);
+    const endedAt = !isTerminal(status)
+      ? null
+      : existing && isTerminal(existing.status)
+        ? existing.ended_at
+        : now;
+    let changed = cancel;
+    if (!existing) {
+      const sid = this.streamRow(runKey(pipeline, runId)).id;
+      this.stmt.insertRun.run(pipeline, runId, sid, status, now, startedAt, endedAt, meta);
+      changed = true;
+    } else {
+      this.stmt.updateRun.run(
+        status,
+        startedAt,
+        endedAt,
+        meta,
+        cancel ? 1 : existing.cancel_requested,
+        pipeline,
+        runId,
+      );
+      changed ||= existing.status !== status;
+    }
+    if (!changed) return this.runFromRow(this.stmt.getRun.get(pipeline, runId)!);
+    const key = runKey(pipeline, runId);
+    const statusData = JSON.stringify(cancel ? { status, cancelRequested: true } : { status });
+    const [seq] = this.insert(key, [{ kind: 'status', body: statusData, isLog: false }], now);
+    written.push({ key, seq: seq! });
+    // Read after the status entry so the feed's copy of the run shows its new lastSeq.
+    const run = this.runFromRow(this.stmt.getRun.get(pipeline, runId)!);
+    const feed = topicKey(RUNS_FEED_TOPIC);
+    const [feedSeq] = this.insert(
+      feed,
+      [{ kind: 'status', body: JSON.stringify(run), isLog: false }],
+      now,
+    );
+    written.push({ key: feed, seq: feedSeq! });
+    return run;
+  }
+
+  private ensureRun(pipeline: string, runId: string, now: number, written: Written[]): void {
+    if (!this.stmt.getRun.get(pipeline, runId)) {
+      this.upsertRunRow(pipeline, runId, { status: 'running' }, now, written, false);
+    }
+  }
+
+  // ---- appends ---------------------------------------------------------------------------
+
+  async appendLog(
+    pipeline: string,
+    runId: string,
+    chunks: readonly NewLog[],
+  ): Promise<AppendLogResult> {
+    return this.db.transaction((): AppendLogResult => {
+      const key = runKey(pipeline, runId);
+      const now = Date.now();
+      const written: Written[] = [];
+      const first = chunks[0];
+      const stream = this.streamRow(key);
+      if (first?.id !== undefined) {
+        const original = this.stmt.seqOfProducerId.get(stream.id, first.id);
+        if (original) return this.originalLogAppend(stream.id, original, chunks.length, written);
+      }
+      this.ensureRun(pipeline, runId, now, written);
+      const offset = this.streamRow(key).log_bytes;
+      const seqs = this.insert(
+        key,
+        chunks.map((chunk) => ({
+          kind: LOG_KIND,
+          step: chunk.step,
+          id: chunk.id,
+          body: chunk.text,
+          isLog: true,
+        })),
+        now,
+      );
+      const size = chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk.text, 'utf8'), 0);
+      const last = seqs[seqs.length - 1]!;
+      written.push({ key, seq: last });
+      return { seq: last, firstSeq: seqs[0]!, offset, size, duplicate: false, written };
+    })();
+  }
+
+  /** The acknowledgement of an append whose first chunk's producer id was already stored. */
+  private originalLogAppend(
+    sid: number,
+    original: { seq: number; log_offset: number | null },
+    count: number,
+    written: Written[],
+  ): AppendLogResult {
+    const rows = this.stmt.readEntries.all(sid, original.seq - 1, count);
+    const size = rows.reduce((sum, row) => sum + Buffer.byteLength(row.body, 'utf8'), 0);
+    return {
+      seq: rows[rows.length - 1]?.seq ?? original.seq,
+      firstSeq: original.seq,
+      offset: original.log_offset ?? 0,
+      size,
+      duplicate: true,
+      written,
+    };
+  }
+
+  async appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult> {
+    return this.db.transaction((): AppendEventsResult => {
+      const now = Date.now();
+      const written: Written[] = [];
+      if (key.type === 'run') this.ensureRun(key.pipeline, key.runId, now, written);
+      const sid = this.streamRow(key).id;
+      const seqs: number[] = new Array<number>(events.length);
+      const fresh: PendingEntry[] = [];
+      const freshIndex: number[] = [];
+      const idsInBatch = new Map<string, number>();
+      let duplicates = 0;
+      events.forEach((event, index) => {
+        if (event.id !== undefined) {
+          const stored = this.stmt.seqOfProducerId.get(sid, event.id);
+          const earlier = idsInBatch.get(event.id);
+          if (stored || earlier !== undefined) {
+            duplicates += 1;
+            seqs[index] = stored ? stored.seq : -1 - earlier!;
+            return;
+          }
+          idsInBatch.set(event.id, index);
+        }
+        freshIndex.push(index);
+        fresh.push({
+          kind: event.kind,
+          step: event.step,
+          correlationId: event.correlationId,
+          id: event.id,
+          body: JSON.stringify(event.data ?? null),
+          isLog: false,
+        });
+      });
+      const assigned = fresh.length > 0 ? this.insert(key, fresh, now) : [];
+      freshIndex.forEach((index, i) => (seqs[index] = assigned[i]!));
+      // A repeat within the batch points at its earlier twin, now numbered.
+      seqs.forEach((seq, index) => {
+        if (seq < 0) seqs[index] = seqs[-1 - seq]!;
+      });
+      if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
+      return { seqs, duplicates, written };
+    })();
+  }
+
+  /** Numbers and inserts entries on one stream, inside the caller's transaction. */
+  private insert(key: StreamKey, pending: readonly PendingEntry[], now: number): number[] {
+    const stream = this.streamRow(key);
+    let seq = stream.last_seq;
+    let logBytes = stream.log_bytes;
+    const seqs: number[] = [];
+    for (const entry of pending) {
+      seq += 1;
+      let offset: number | null = null;
+      if (entry.isLog) {
+        offset = logBytes;
+        logBytes += Buffer.byteLength(entry.body, 'utf8');
+      }
+      this.stmt.insertEntry.run(
+        stream.id,
+        seq,
+        now,
+        entry.kind,
+        entry.step ?? null,
+        entry.correlationId ?? null,
+        entry.id ?? null,
+        offset,
+        entry.body,
+      );
+      seqs.push(seq);
+    }
+    this.stmt.updateStream.run(seq, logBytes, stream.id);
+    return seqs;
+  }
+
+  // ---- reads -----------------------------------------------------------------------------
+
+  async readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]> {
+    const sid = this.knownStreamId(key);
+    if (sid === undefined) return [];
+    const kinds = options.kinds && new Set(options.kinds);
+    const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    const out: Entry[] = [];
+    let after = options.afterSeq;
+    let bytes = 0;
+    // Filtered reads scan in pages so a rare kind in a long stream still fills `limit`.
+    for (;;) {
+      const rows = this.stmt.readEntries.all(sid, after, options.limit);
+      for (const row of rows) {
+        after = row.seq;
+        if (kinds && !kinds.has(row.kind)) continue;
+        out.push(entryFromRow(row));
+        bytes += row.body.length;
+        if (out.length >= options.limit || bytes >= maxBytes) return out;
+      }
+      if (rows.length < options.limit || !kinds) return out;
+    }
+  }
+
+  async bounds(key: StreamKey): Promise<StreamBounds> {
+    const sid = this.knownStreamId(key);
+    const row = sid === undefined ? undefined : this.stmt.streamById.get(sid);
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0 };
+    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes };
+  }
+
+  async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
+    const sid = this.knownStreamId(key);
+    if (sid === undefined) return [];
+    let start = offset;
+    let end = offset + limit;
+    if (offset === -1) {
+      const total = this.stmt.streamById.get(sid)?.log_bytes ?? 0;
+      // The chunks that end at or after byte (total - limit): they start no earlier than the
+      // chunk holding byte (total - limit).
+      const from = Math.max(total - limit, 0);
+      start = this.stmt.logChunkStartBefore.get(sid, from)?.start ?? 0;
+      end = Number.MAX_SAFE_INTEGER;
+    }
+    return this.stmt.logRange.all(sid, start, end).map((row) => ({
+      offset: row.log_offset,
+      size: Buffer.byteLength(row.body, 'utf8'),
+      text: row.body,
+    }));
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  /** The stream's row, created on first write. The id is cached; the counters are read fresh. */
+  private streamRow(key: StreamKey): StreamRow {
+    const name = streamId(key);
+    const cached = this.streamIds.get(name);
+    if (cached !== undefined) return this.stmt.streamById.get(cached)!;
+    let row = this.stmt.streamByKey.get(name);
+    if (!row) {
+      this.stmt.insertStream.run(name);
+      row = this.stmt.streamByKey.get(name)!;
+    }
+    this.streamIds.set(name, row.id);
+    return row;
+  }
+
+  /** The stream's id if it was ever written, without creating it. */
+  private knownStreamId(key: StreamKey): number | undefined {
+    const name = streamId(key);
+    const cached = this.streamIds.get(name);
+    if (cached !== undefined) return cached;
+    const row = this.stmt.streamByKey.get(name);
+    if (row) this.streamIds.set(name, row.id);
+    return row?.id;
+  }
+
+  private runFromRow(row: RunRow): Run {
+    return {
+      pipeline: row.pipeline,
+      runId: row.run_id,
+      status: row.status,
+      cancelRequested: row.cancel_requested === 1,
+      createdAt: new Date(row.created_at).toISOString(),
+      startedAt: row.started_at === null ? null : new Date(row.started_at).toISOString(),
+      endedAt: row.ended_at === null ? null : new Date(row.ended_at).toISOString(),
+      lastSeq: row.last_seq,
+      logBytes: row.log_bytes,
+      meta: JSON.parse(row.meta) as Record<string, unknown>,
+    };
+  }
+}
+
+function runNotFound(pipeline: string, runId: string): TailwaterError {
+  return new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${pipeline}.`);
+}
+
+function entryFromRow(row: EntryRow): Entry {
+  const entry: Entry = { seq: row.seq, time: new Date(row.time).toISOString(), kind: row.kind };
+  if (row.log_offset !== null) {
+    entry.offset = row.log_offset;
+    entry.text = row.body;
+  } else {
+    entry.data = JSON.parse(row.body);
+  }
+  if (row.step !== null) entry.step = row.step;
+  if (row.correlation_id !== null) entry.correlationId = row.correlation_id;
+  if (row.producer_id !== null) entry.id = row.producer_id;
+  return entry;
+}

@@ -1,0 +1,107 @@
+import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import type { StreamKey } from '../model/stream-key.js';
+
+/** The built-in topic that receives one `status` entry per run status change (the runs feed). */
+export const RUNS_FEED_TOPIC = '_runs';
+
+export interface RunUpdate {
+  status?: RunStatus | undefined;
+  meta?: Record<string, unknown> | undefined;
+}
+
+/** Stream positions a write created, so the caller can ring the bus for each. */
+export interface Written {
+  key: StreamKey;
+  seq: number;
+}
+
+export interface PutRunResult {
+  run: Run;
+  written: Written[];
+}
+
+export interface AppendLogResult {
+  /** The seq of the last entry the text was stored in (the cursor after which it is visible). */
+  seq: number;
+  firstSeq: number;
+  /** Byte offset of the text in the run's log, and its size in UTF-8 bytes. */
+  offset: number;
+  size: number;
+  /** True when the producer id was seen before: nothing was stored, the original is returned. */
+  duplicate: boolean;
+  written: Written[];
+}
+
+export interface AppendEventsResult {
+  /** The seq acknowledged for each event, in order; a duplicate gets its original seq. */
+  seqs: number[];
+  duplicates: number;
+  written: Written[];
+}
+
+export interface ReadEntriesOptions {
+  /** Entries with seq > afterSeq; 0 reads from the start. */
+  afterSeq: number;
+  limit: number;
+  /** Stop after this many bytes of entry payload (at least one entry is always returned). */
+  maxBytes?: number | undefined;
+  /** Only these kinds (absent: every kind). */
+  kinds?: readonly string[] | undefined;
+}
+
+export interface LogChunk {
+  offset: number;
+  size: number;
+  text: string;
+}
+
+export interface StreamBounds {
+  /** The oldest seq still stored (retention may have removed older ones); lastSeq + 1 if empty. */
+  firstSeq: number;
+  /** The newest seq ever assigned for this key; 0 if never written. Never goes back. */
+  lastSeq: number;
+  /** Bytes of log text ever written to this stream. */
+  logBytes: number;
+}
+
+/**
+ * The single source of truth. Guarantees every implementation holds (see store.contract.ts):
+ * - `seq` is assigned inside the append transaction, gapless per stream from 1, and never goes
+ *   back for a key, even if the run is deleted and created again.
+ * - An append resolves only once it is durable against a crash of the process; a batch is
+ *   all-or-nothing.
+ * - A producer `id` seen before on the same stream is acknowledged with its original seq and
+ *   not stored again.
+ * - Log entries carry the byte offset of their text in the run's log; offsets are contiguous.
+ */
+export interface Store {
+  /** Creates or updates a run; a terminal run cannot go back (TW_STATUS_CONFLICT). */
+  putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult>;
+  getRun(pipeline: string, runId: string): Promise<Run | undefined>;
+  /** The most recently created run of a pipeline. */
+  latestRun(pipeline: string): Promise<Run | undefined>;
+  listPipelines(): Promise<PipelineSummary[]>;
+  /** Newest first. */
+  listRuns(pipeline: string, options: { status?: RunStatus; limit: number }): Promise<Run[]>;
+  /** Sets cancelRequested and writes a status entry; unknown → TW_RUN_NOT_FOUND. */
+  requestCancel(pipeline: string, runId: string): Promise<PutRunResult>;
+
+  /**
+   * Appends log text, already cut into chunks that end on character boundaries. Creates the run
+   * as `running` if it does not exist.
+   */
+  appendLog(pipeline: string, runId: string, chunks: readonly NewLog[]): Promise<AppendLogResult>;
+  /** Appends events to a run (created as `running` if new) or a topic, all-or-nothing. */
+  appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult>;
+
+  readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]>;
+  bounds(key: StreamKey): Promise<StreamBounds>;
+  /**
+   * Whole log chunks whose offset is in [offset, offset + limit), in order. `offset = -1` reads
+   * the tail: the chunks that end within the last `limit` bytes (Freight's semantics).
+   */
+  readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
+
+  close(): Promise<void>;
+}
