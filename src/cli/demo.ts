@@ -35,7 +35,8 @@ export function startDemo(ingest: Ingest, log: (message: string) => void = () =>
     log(`demo: run ${runId} started`);
     let rows = 0;
     for (let second = 1; second <= RUN_SECONDS && !stopped; second += 1) {
-      const step = STEPS[Math.min(STEPS.length - 1, Math.floor(((second - 1) * STEPS.length) / RUN_SECONDS))]!;
+      const step =
+        STEPS[Math.min(STEPS.length - 1, Math.floor(((second - 1) * STEPS.length) / RUN_SECONDS))]!;
       const lines: string[] = [];
       for (let i = 0; i < 3; i += 1) {
         const table = TABLES[(second * 3 + i) % TABLES.length]!;
@@ -47,10 +48,9 @@ export function startDemo(ingest: Ingest, log: (message: string) => void = () =>
         );
       }
       await ingest.appendLog(DEMO_PIPELINE, runId, { text: lines.join(''), step });
-      await ingest.appendEvents(
-        { type: 'run', pipeline: DEMO_PIPELINE, runId },
-        [{ kind: 'progress', step, data: { pct: Math.round((second * 100) / RUN_SECONDS), rows } }],
-      );
+      await ingest.appendEvents({ type: 'run', pipeline: DEMO_PIPELINE, runId }, [
+        { kind: 'progress', step, data: { pct: Math.round((second * 100) / RUN_SECONDS), rows } },
+      ]);
       await sleep(1000);
     }
     if (stopped) return;

@@ -26,7 +26,9 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 export function openStore(settings: Settings): Store {
   const spec = settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
   if (spec.startsWith('sqlite:')) {
-    return new SqliteStore(spec.slice('sqlite:'.length), { synchronous: settings.sqliteSynchronous });
+    return new SqliteStore(spec.slice('sqlite:'.length), {
+      synchronous: settings.sqliteSynchronous,
+    });
   }
   throw new SettingsError(
     `store: "${spec}" is not supported by this build (use sqlite:<path>; PostgreSQL is not available yet).`,

@@ -3,12 +3,7 @@ import type { RunStatus } from '../model/run.js';
 
 /** Why a stream ended (PROTOCOL.md, "end"). */
 export type EndReason =
-  | 'runFinished'
-  | 'idleTimeout'
-  | 'maxDuration'
-  | 'maxBytes'
-  | 'shutdown'
-  | 'tokenExpired';
+  'runFinished' | 'idleTimeout' | 'maxDuration' | 'maxBytes' | 'shutdown' | 'tokenExpired';
 
 export interface EndInfo {
   reason: EndReason;
@@ -17,9 +12,7 @@ export interface EndInfo {
 }
 
 /** The only two ways a viewer can miss entries; both are said out loud. */
-export type GapInfo =
-  | { reason: 'retention'; fromSeq: number; toSeq: number }
-  | { reason: 'reset' };
+export type GapInfo = { reason: 'retention'; fromSeq: number; toSeq: number } | { reason: 'reset' };
 
 /**
  * What an SSE dialect turns engine output into. The engine calls it; a dialect implements it

@@ -13,9 +13,7 @@ import type { ViewerTransport } from './viewer-transport.js';
 
 /** Where a new viewer starts. */
 export type StartPosition =
-  | { type: 'after'; seq: number }
-  | { type: 'latest' }
-  | { type: 'tail'; count: number };
+  { type: 'after'; seq: number } | { type: 'latest' } | { type: 'tail'; count: number };
 
 export interface SubscribeRequest {
   key: StreamKey;

@@ -15,7 +15,10 @@ export interface BuildAppOptions {
 }
 
 /** The Fastify app, built from its dependencies and not yet listening (tests use inject()). */
-export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  deps: AppDeps,
+  options: BuildAppOptions = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger:
       !options.logLevel || options.logLevel === 'silent' ? false : { level: options.logLevel },

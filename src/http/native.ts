@@ -70,7 +70,14 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
     const query = request.query as Query;
     const start: StartPosition = parseStart(request.headers['last-event-id'], query);
     const filter = { ...parseFilter(query), where };
-    await streamTo(deps.hub, reply, key, start, filter, new NativeEncoder(deps.settings.retryMillis));
+    await streamTo(
+      deps.hub,
+      reply,
+      key,
+      start,
+      filter,
+      new NativeEncoder(deps.settings.retryMillis),
+    );
   };
 
   app.get('/api/v1/pipelines/:fqn/runs/:runId/stream', async (request, reply) => {

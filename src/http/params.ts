@@ -74,7 +74,10 @@ export function afterParam(query: Query): number {
  * Where a stream starts: `Last-Event-ID` wins over `?after=` / `?since=`; else `?from=latest`,
  * else `?tail=N`, else the start of the stream.
  */
-export function parseStart(lastEventId: string | string[] | undefined, query: Query): StartPosition {
+export function parseStart(
+  lastEventId: string | string[] | undefined,
+  query: Query,
+): StartPosition {
   const header = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
   if (header !== undefined && header.trim() !== '') {
     return { type: 'after', seq: parseCursor(header, 'Last-Event-ID') };

@@ -5,7 +5,14 @@ import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
-import { afterParam, intParam, parseList, pipelineParam, resolveRunId, topicParam } from './params.js';
+import {
+  afterParam,
+  intParam,
+  parseList,
+  pipelineParam,
+  resolveRunId,
+  topicParam,
+} from './params.js';
 
 const MiB = 1024 * 1024;
 type Query = Record<string, string | string[] | undefined>;
@@ -38,7 +45,10 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
   );
 
   app.get('/api/v1/topics/:topic/entries', async (request) =>
-    entries(topicKey(topicParam((request.params as { topic: string }).topic)), request.query as Query),
+    entries(
+      topicKey(topicParam((request.params as { topic: string }).topic)),
+      request.query as Query,
+    ),
   );
 
   app.get('/api/v1/pipelines/:fqn/runs/:runId/log', async (request) => {

@@ -6,7 +6,10 @@ const DIGITS = /^\d{1,15}$/;
 export function parseCursor(value: string, what = 'cursor'): number {
   const trimmed = value.trim();
   if (!DIGITS.test(trimmed)) {
-    throw new TailwaterError('TW_BAD_CURSOR', `The ${what} must be a non-negative integer (was "${value}").`);
+    throw new TailwaterError(
+      'TW_BAD_CURSOR',
+      `The ${what} must be a non-negative integer (was "${value}").`,
+    );
   }
   return Number(trimmed);
 }

@@ -41,7 +41,11 @@ export const settingsSchema = z.strictObject({
   finishGraceSeconds: seconds.default(10),
   unknownRunGraceSeconds: seconds.default(60),
   runStatePollSeconds: seconds.positive().default(10),
-  replayBufferBytes: z.number().int().nonnegative().default(256 * KiB),
+  replayBufferBytes: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(256 * KiB),
   maxPendingBytesPerViewer: bytes.default(4 * MiB),
   maxActiveStreams: positiveInt.default(200),
   maxActiveConnections: positiveInt.default(500),

@@ -16,7 +16,9 @@ export function topicKey(topic: string): StreamKey {
  * it separates the parts without ambiguity.
  */
 export function streamId(key: StreamKey): string {
-  return key.type === 'run' ? `run\u0000${key.pipeline}\u0000${key.runId}` : `topic\u0000${key.topic}`;
+  return key.type === 'run'
+    ? `run\u0000${key.pipeline}\u0000${key.runId}`
+    : `topic\u0000${key.topic}`;
 }
 
 export function describeStream(key: StreamKey): string {

@@ -92,7 +92,7 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
     // 50 cuts at random moments, each of a connection that had opened (so each is a resume).
     let cuts = 0;
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     while (cuts < CUTS) {
       await new Promise((resolve) => setTimeout(resolve, 10 + random() * 40));
       if (openSinceCut && proxy.open > 0) {

@@ -30,7 +30,11 @@ describe('tailwater serve as a process', () => {
       TAILWATER_POLL_SECONDS: '0.05',
     });
     const run = `${server.url}/api/v1/pipelines/finish.test/runs/r1`;
-    await fetch(`${run}/logs`, { method: 'POST', body: 'hello\n', headers: { 'content-type': 'text/plain' } });
+    await fetch(`${run}/logs`, {
+      method: 'POST',
+      body: 'hello\n',
+      headers: { 'content-type': 'text/plain' },
+    });
     reader = await openSse(`${run}/stream`);
     await reader.waitFor((events) => events.some((e) => e.event === 'log'));
     const res = await fetch(run, {
@@ -40,7 +44,9 @@ describe('tailwater serve as a process', () => {
     });
     expect(res.status).toBe(200);
     const finishedAt = Date.now();
-    await reader.waitFor((events) => events.some((e) => e.event === 'status' && e.data.includes('success')));
+    await reader.waitFor((events) =>
+      events.some((e) => e.event === 'status' && e.data.includes('success')),
+    );
     await reader.waitFor((events) => events.some((e) => e.event === 'end'), 10_000);
     const elapsed = Date.now() - finishedAt;
     await reader.closed;
@@ -82,7 +88,9 @@ describe('tailwater serve as a process', () => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => resolve(code)),
+    );
     try {
       const deadline = Date.now() + 30_000;
       while (!output.includes('listening on http://127.0.0.1:8585') && Date.now() < deadline) {
@@ -102,7 +110,9 @@ describe('tailwater serve as a process', () => {
         return logs >= 2;
       }, 10_000);
       expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(500);
-      const first = JSON.parse(reader.events.find((e) => e.event === 'log')!.data) as { text: string };
+      const first = JSON.parse(reader.events.find((e) => e.event === 'log')!.data) as {
+        text: string;
+      };
       expect(first.text).toMatch(/INFO/);
     } finally {
       reader?.close();

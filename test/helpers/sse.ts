@@ -25,7 +25,10 @@ export interface SseReader {
 }
 
 /** Opens an SSE stream with fetch and parses it with eventsource-parser. */
-export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseReader> {
+export async function openSse(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<SseReader> {
   const controller = new AbortController();
   const response = await fetch(url, { headers, signal: controller.signal });
   const events: SseEvent[] = [];
@@ -49,7 +52,11 @@ export async function openSse(url: string, headers: Record<string, string> = {})
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`timed out; got ${events.length} events: ${JSON.stringify(events.slice(-3))}`));
+          reject(
+            new Error(
+              `timed out; got ${events.length} events: ${JSON.stringify(events.slice(-3))}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

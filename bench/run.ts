@@ -1,0 +1,10 @@
+/** `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`). */
+import { benchIngest } from './ingest.js';
+
+const benches: Record<string, () => Promise<void>> = { ingest: benchIngest };
+const wanted = process.argv.slice(2);
+for (const [name, run] of Object.entries(benches)) {
+  if (wanted.length > 0 && !wanted.includes(name)) continue;
+  console.log(`# ${name}`);
+  await run();
+}
