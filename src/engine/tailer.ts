@@ -158,7 +158,7 @@ export class Tailer {
   shutdown(): void {
     const now = this.now();
     for (const subscription of [...this.subscriptions]) {
-      subscription.end(this.endInfo('shutdown'), now);
+      subscription.end(this.endInfo('shutdown', subscription), now);
     }
     this.retire();
   }
@@ -217,7 +217,7 @@ export class Tailer {
   private checkLimits(subscription: Subscription, now: number): void {
     if (subscription.closed) return;
     if (subscription.overByteLimit) {
-      subscription.end(this.endInfo('maxBytes'), now);
+      subscription.end(this.endInfo('maxBytes', subscription), now);
     } else if (subscription.overPendingCap && subscription.mode === 'live') {
       this.live.delete(subscription);
       subscription.mode = 'paging';
@@ -236,7 +236,7 @@ export class Tailer {
     while (!subscription.closed && !this.retired) {
       const now = this.now();
       if (subscription.overByteLimit) {
-        subscription.end(this.endInfo('maxBytes'), now);
+        subscription.end(this.endInfo('maxBytes', subscription), now);
         return;
       }
       if (subscription.overPendingCap) {
@@ -298,7 +298,7 @@ export class Tailer {
     for (const subscription of [...this.subscriptions]) {
       const end = subscription.mode === 'live' ? this.streamEnd(now, subscription) : undefined;
       if (now - subscription.openedAt >= maxDurationMs) {
-        subscription.end(this.endInfo('maxDuration'), now);
+        subscription.end(this.endInfo('maxDuration', subscription), now);
       } else if (end) {
         subscription.end(end, now);
       } else if (now - subscription.lastWriteAt >= heartbeatMs && !subscription.overPendingCap) {
@@ -310,29 +310,32 @@ export class Tailer {
   /**
    * Whether the whole stream is over, checked when nothing new came in: a run that went
    * terminal and quiet for finishGraceSeconds, a run with no row quiet for unknownRunGrace, or
-   * a run silent for maxIdleSeconds without a terminal status. Topics never end. A run with no
-   * row gets its grace from when this viewer came, since it may have just been triggered.
+   * a run silent for maxIdleSeconds without a terminal status. Topics never end. A finished
+   * run's quiet counts from its last entry, so a viewer of an old run gets `end` as soon as it
+   * has caught up; a run still going (or with no row yet) is given its full grace from when the
+   * viewer came, so opening a stalled run does not end at once.
    */
   private streamEnd(now: number, subscription: Subscription): EndInfo | undefined {
     if (!this.runState || this.readAgain || this.stale) return undefined;
     const { state } = this.runState;
-    const quietSince =
-      state === 'unknown' ? Math.max(this.lastEntryAt, subscription.openedAt) : this.lastEntryAt;
-    const quietMs = now - quietSince;
-    if (state !== 'finished' && quietMs >= this.settings.maxIdleSeconds * 1000) {
-      return this.endInfo('idleTimeout');
+    if (state === 'finished') {
+      return now - this.lastEntryAt >= this.settings.finishGraceSeconds * 1000
+        ? this.endInfo('runFinished', subscription)
+        : undefined;
     }
-    if (state === 'finished' && quietMs >= this.settings.finishGraceSeconds * 1000) {
-      return this.endInfo('runFinished');
-    }
+    const quietMs = now - Math.max(this.lastEntryAt, subscription.openedAt);
     if (state === 'unknown' && quietMs >= this.settings.unknownRunGraceSeconds * 1000) {
-      return this.endInfo('runFinished');
+      return this.endInfo('runFinished', subscription);
+    }
+    if (quietMs >= this.settings.maxIdleSeconds * 1000) {
+      return this.endInfo('idleTimeout', subscription);
     }
     return undefined;
   }
 
-  private endInfo(reason: EndInfo['reason']): EndInfo {
-    return { reason, status: this.runState?.status, lastSeq: this.top };
+  /** `lastSeq` is the viewer's own cursor: where it resumes from. */
+  private endInfo(reason: EndInfo['reason'], subscription: Subscription): EndInfo {
+    return { reason, status: this.runState?.status, lastSeq: subscription.cursor };
   }
 
   private onReadFailure(error: unknown): void {

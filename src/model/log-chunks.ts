@@ -14,8 +14,13 @@ export function splitLogText(text: string, maxBytes: number): string[] {
       end += 1;
     } else {
       end = start + maxBytes;
-      // Step back over UTF-8 continuation bytes (10xxxxxx) to the start of a character.
+      // Step back over UTF-8 continuation bytes (10xxxxxx) to the start of a character; if the
+      // limit is smaller than that one character, take the whole character anyway.
       while (end > start && (bytes[end]! & 0xc0) === 0x80) end -= 1;
+      if (end === start) {
+        end = start + 1;
+        while (end < bytes.length && (bytes[end]! & 0xc0) === 0x80) end += 1;
+      }
     }
     pieces.push(bytes.toString('utf8', start, end));
     start = end;

@@ -157,15 +157,15 @@ export class SqliteStore implements Store {
   // ---- runs ------------------------------------------------------------------------------
 
   async putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
-    return this.db.transaction(() => {
+    return this.write(() => {
       const written: Written[] = [];
       const run = this.upsertRunRow(pipeline, runId, update, Date.now(), written, false);
       return { run, written };
-    })();
+    });
   }
 
   async requestCancel(pipeline: string, runId: string): Promise<PutRunResult> {
-    return this.db.transaction(() => {
+    return this.write(() => {
       const row = this.stmt.getRun.get(pipeline, runId);
       if (!row) throw runNotFound(pipeline, runId);
       if (isTerminal(row.status)) {
@@ -177,7 +177,7 @@ export class SqliteStore implements Store {
       const written: Written[] = [];
       const run = this.upsertRunRow(pipeline, runId, {}, Date.now(), written, true);
       return { run, written };
-    })();
+    });
   }
 
   async getRun(pipeline: string, runId: string): Promise<Run | undefined> {
@@ -278,7 +278,7 @@ export class SqliteStore implements Store {
     runId: string,
     chunks: readonly NewLog[],
   ): Promise<AppendLogResult> {
-    return this.db.transaction((): AppendLogResult => {
+    return this.write((): AppendLogResult => {
       const key = runKey(pipeline, runId);
       const now = Date.now();
       const written: Written[] = [];
@@ -305,7 +305,7 @@ export class SqliteStore implements Store {
       const last = seqs[seqs.length - 1]!;
       written.push({ key, seq: last });
       return { seq: last, firstSeq: seqs[0]!, offset, size, duplicate: false, written };
-    })();
+    });
   }
 
   /** The acknowledgement of an append whose first chunk's producer id was already stored. */
@@ -328,7 +328,7 @@ export class SqliteStore implements Store {
   }
 
   async appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult> {
-    return this.db.transaction((): AppendEventsResult => {
+    return this.write((): AppendEventsResult => {
       const now = Date.now();
       const written: Written[] = [];
       if (key.type === 'run') this.ensureRun(key.pipeline, key.runId, now, written);
@@ -367,7 +367,7 @@ export class SqliteStore implements Store {
       });
       if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
       return { seqs, duplicates, written };
-    })();
+    });
   }
 
   /** Numbers and inserts entries on one stream, inside the caller's transaction. */
@@ -417,7 +417,7 @@ export class SqliteStore implements Store {
         after = row.seq;
         if (kinds && !kinds.has(row.kind)) continue;
         out.push(entryFromRow(row));
-        bytes += row.body.length;
+        bytes += Buffer.byteLength(row.body, 'utf8');
         if (out.length >= options.limit || bytes >= maxBytes) return out;
       }
       if (rows.length < options.limit || !kinds) return out;
@@ -456,6 +456,19 @@ export class SqliteStore implements Store {
   }
 
   // ---- helpers ---------------------------------------------------------------------------
+
+  /**
+   * Runs a write transaction. A rolled-back transaction may have created stream rows whose ids
+   * were cached; SQLite will hand those ids out again, so the cache is dropped on failure.
+   */
+  private write<T>(fn: () => T): T {
+    try {
+      return this.db.transaction(fn)();
+    } catch (error) {
+      this.streamIds.clear();
+      throw error;
+    }
+  }
 
   /** The stream's row, created on first write. The id is cached; the counters are read fresh. */
   private streamRow(key: StreamKey): StreamRow {

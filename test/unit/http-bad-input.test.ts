@@ -33,7 +33,11 @@ async function populatedApp(overrides: Parameters<typeof createTestApp>[0] = {})
     const res = await app.app.inject(options);
     if (res.statusCode !== 200) throw new Error(`setup failed: ${res.statusCode} ${res.body}`);
   };
-  await send({ method: 'PUT', url: RUN_PATH, payload: { status: 'running', meta: { who: 'setup' } } });
+  await send({
+    method: 'PUT',
+    url: RUN_PATH,
+    payload: { status: 'running', meta: { who: 'setup' } },
+  });
   await send({ method: 'POST', url: LOGS, headers: TEXT_TYPE, payload: 'hello\n' });
   await send({ method: 'POST', url: LOGS, payload: { text: 'wörld ✓\n', step: 'load' } });
   await send({
@@ -100,7 +104,11 @@ async function expectRefused(
 }
 
 function withBadBytes(before: string, bytes: number[], after: string): Buffer {
-  return Buffer.concat([Buffer.from(before, 'utf8'), Buffer.from(bytes), Buffer.from(after, 'utf8')]);
+  return Buffer.concat([
+    Buffer.from(before, 'utf8'),
+    Buffer.from(bytes),
+    Buffer.from(after, 'utf8'),
+  ]);
 }
 
 function events(count: number, make: (index: number) => object = () => ({})) {
@@ -127,21 +135,32 @@ describe('malformed and empty JSON', () => {
     );
   });
 
-  test.each(endpoints)('an empty JSON body on $name is 400 TW_BAD_JSON', async ({ method, url }) => {
-    await expectRefused({ method, url, headers: JSON_TYPE, payload: '' }, 400, 'TW_BAD_JSON');
-  });
+  test.each(endpoints)(
+    'an empty JSON body on $name is 400 TW_BAD_JSON',
+    async ({ method, url }) => {
+      await expectRefused({ method, url, headers: JSON_TYPE, payload: '' }, 400, 'TW_BAD_JSON');
+    },
+  );
 
   test.each(endpoints)(
     'a whitespace-only JSON body on $name is 400 TW_BAD_JSON',
     async ({ method, url }) => {
-      await expectRefused({ method, url, headers: JSON_TYPE, payload: ' \n\t ' }, 400, 'TW_BAD_JSON');
+      await expectRefused(
+        { method, url, headers: JSON_TYPE, payload: ' \n\t ' },
+        400,
+        'TW_BAD_JSON',
+      );
     },
   );
 
   test.each(endpoints)(
     'a JSON body that is not an object (null) on $name is 400 TW_BAD_REQUEST',
     async ({ method, url }) => {
-      await expectRefused({ method, url, headers: JSON_TYPE, payload: 'null' }, 400, 'TW_BAD_REQUEST');
+      await expectRefused(
+        { method, url, headers: JSON_TYPE, payload: 'null' },
+        400,
+        'TW_BAD_REQUEST',
+      );
     },
   );
 
@@ -199,13 +218,16 @@ describe('content types', () => {
     { method: 'POST', url: EVENTS },
     { method: 'POST', url: TOPIC_EVENTS },
     { method: 'PUT', url: RUN_PATH },
-  ] as const)('text/plain on $method $url (a JSON-only endpoint) is 415', async ({ method, url }) => {
-    await expectRefused(
-      { method, url, headers: TEXT_TYPE, payload: '{"events":[{"kind":"progress","data":1}]}' },
-      415,
-      'TW_UNSUPPORTED_MEDIA_TYPE',
-    );
-  });
+  ] as const)(
+    'text/plain on $method $url (a JSON-only endpoint) is 415',
+    async ({ method, url }) => {
+      await expectRefused(
+        { method, url, headers: TEXT_TYPE, payload: '{"events":[{"kind":"progress","data":1}]}' },
+        415,
+        'TW_UNSUPPORTED_MEDIA_TYPE',
+      );
+    },
+  );
 
   test('an events request with no body and no content type is 415', async () => {
     await expectRefused({ method: 'POST', url: EVENTS }, 415, 'TW_UNSUPPORTED_MEDIA_TYPE');
@@ -240,7 +262,12 @@ describe('broken UTF-8', () => {
     { name: 'an encoded surrogate', bytes: [0xed, 0xa0, 0x80] },
   ])('a text/plain log body with $name is 400 TW_BAD_UTF8', async ({ bytes }) => {
     await expectRefused(
-      { method: 'POST', url: LOGS, headers: TEXT_TYPE, payload: withBadBytes('line ', bytes, '\n') },
+      {
+        method: 'POST',
+        url: LOGS,
+        headers: TEXT_TYPE,
+        payload: withBadBytes('line ', bytes, '\n'),
+      },
       400,
       'TW_BAD_UTF8',
     );
@@ -300,6 +327,57 @@ describe('broken UTF-8', () => {
     );
     expect(await snapshot()).toEqual(before);
   });
+
+  test.each([
+    ['an event step', EVENTS, '{"events":[{"kind":"progress","data":1,"step":"s\\ud800"}]}'],
+    [
+      'an event correlationId',
+      EVENTS,
+      '{"events":[{"kind":"progress","data":1,"correlationId":"c\\udfff"}]}',
+    ],
+    ['an event id', EVENTS, '{"events":[{"kind":"progress","data":1,"id":"p\\ud800"}]}'],
+    ['a log step', LOGS, '{"text":"ok\\n","step":"s\\ud800"}'],
+    ['a log id', LOGS, '{"text":"ok\\n","id":"l\\udc00"}'],
+  ])(
+    '%s with a lone surrogate escape is refused with 400, not stored as U+FFFD',
+    async (_field, url, body) => {
+      const before = await snapshot();
+      const res = await t.app.inject({ method: 'POST', url, headers: JSON_TYPE, payload: body });
+      expect(res.statusCode).toBe(400);
+      expect((res.json() as { error: { code: string } }).error.code).toMatch(
+        /^TW_BAD_(UTF8|REQUEST)$/,
+      );
+      expect(await snapshot()).toEqual(before);
+    },
+  );
+
+  test('an event id differing from a stored one only in a lone surrogate is not dropped as its duplicate', async () => {
+    // "x\ud800" and "x\ud801" are different ids; stored as text both would become "x\ufffd", so
+    // the second would be taken for a retry of the first and silently lost. Either it is refused
+    // with 400, or it is stored as a new entry.
+    const send = (id: string, data: number) =>
+      t.app.inject({
+        method: 'POST',
+        url: EVENTS,
+        headers: JSON_TYPE,
+        payload: `{"events":[{"kind":"progress","data":${data},"id":"${id}"}]}`,
+      });
+    const first = await send('x\\ud800', 1);
+    if (first.statusCode !== 200) {
+      expect(first.statusCode).toBe(400);
+      return;
+    }
+    const before = await t.store.bounds(runKey(FQN, RUN));
+    const second = await send('x\\ud801', 2);
+    const after = await t.store.bounds(runKey(FQN, RUN));
+    if (second.statusCode === 200) {
+      expect(second.json()).toMatchObject({ duplicates: 0 });
+      expect(after.lastSeq).toBe(before.lastSeq + 1);
+    } else {
+      expect(second.statusCode).toBe(400);
+      expect(after).toEqual(before);
+    }
+  });
 });
 
 describe('sizes', () => {
@@ -326,7 +404,11 @@ describe('sizes', () => {
     });
     expect(res.statusCode).toBe(200);
     const message = await expectRefused(
-      { method: 'POST', url: EVENTS, payload: { events: [{ kind: 'progress', data: fits + 'é' }] } },
+      {
+        method: 'POST',
+        url: EVENTS,
+        payload: { events: [{ kind: 'progress', data: fits + 'é' }] },
+      },
       413,
       'TW_EVENT_TOO_LARGE',
     );
@@ -356,7 +438,11 @@ describe('sizes', () => {
 
   test('a batch of exactly 1000 events is accepted and numbered gaplessly', async () => {
     const before = await t.store.bounds(runKey(FQN, RUN));
-    const res = await t.app.inject({ method: 'POST', url: EVENTS, payload: { events: events(1000) } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: EVENTS,
+      payload: { events: events(1000) },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({
       first: before.lastSeq + 1,
@@ -469,7 +555,11 @@ describe('kinds', () => {
     const batch = events(3);
     batch[2]!.kind = 'status';
     await expectRefused(
-      { method: 'POST', url: `/api/v1/pipelines/${FQN}/runs/fresh/events`, payload: { events: batch } },
+      {
+        method: 'POST',
+        url: `/api/v1/pipelines/${FQN}/runs/fresh/events`,
+        payload: { events: batch },
+      },
       400,
       'TW_RESERVED_KIND',
       [runKey(FQN, 'fresh')],
@@ -515,13 +605,16 @@ describe('names', () => {
     );
   });
 
-  test.each(['entries', 'stream'])('reading a bad topic name (%s) is 400 TW_BAD_NAME', async (what) => {
-    await expectRefused(
-      { method: 'GET', url: `/api/v1/topics/bad%20topic/${what}` },
-      400,
-      'TW_BAD_NAME',
-    );
-  });
+  test.each(['entries', 'stream'])(
+    'reading a bad topic name (%s) is 400 TW_BAD_NAME',
+    async (what) => {
+      await expectRefused(
+        { method: 'GET', url: `/api/v1/topics/bad%20topic/${what}` },
+        400,
+        'TW_BAD_NAME',
+      );
+    },
+  );
 
   test.each([RUNS_FEED_TOPIC, '_private'])(
     'posting to the server topic %s is 400 and its feed is untouched',
@@ -551,24 +644,31 @@ describe('names', () => {
 
   test.each(badRunIds)('PUT a run id with $name is 400 TW_BAD_NAME', async ({ runId }) => {
     await expectRefused(
-      { method: 'PUT', url: `/api/v1/pipelines/${FQN}/runs/${runId}`, payload: { status: 'running' } },
-      400,
-      'TW_BAD_NAME',
-    );
-  });
-
-  test.each(badRunIds)('a log append to a run id with $name is 400 TW_BAD_NAME', async ({ runId }) => {
-    await expectRefused(
       {
-        method: 'POST',
-        url: `/api/v1/pipelines/${FQN}/runs/${runId}/logs`,
-        headers: TEXT_TYPE,
-        payload: 'text\n',
+        method: 'PUT',
+        url: `/api/v1/pipelines/${FQN}/runs/${runId}`,
+        payload: { status: 'running' },
       },
       400,
       'TW_BAD_NAME',
     );
   });
+
+  test.each(badRunIds)(
+    'a log append to a run id with $name is 400 TW_BAD_NAME',
+    async ({ runId }) => {
+      await expectRefused(
+        {
+          method: 'POST',
+          url: `/api/v1/pipelines/${FQN}/runs/${runId}/logs`,
+          headers: TEXT_TYPE,
+          payload: 'text\n',
+        },
+        400,
+        'TW_BAD_NAME',
+      );
+    },
+  );
 
   test.each(badRunIds)('events to a run id with $name are 400 TW_BAD_NAME', async ({ runId }) => {
     await expectRefused(
@@ -637,7 +737,10 @@ describe('names', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
-      error: { code: expect.stringMatching(/^TW_BAD_(NAME|REQUEST)$/) as unknown, message: expect.any(String) as unknown },
+      error: {
+        code: expect.stringMatching(/^TW_BAD_(NAME|REQUEST)$/) as unknown,
+        message: expect.any(String) as unknown,
+      },
     });
     expect(await snapshot()).toEqual(before);
   });
@@ -687,9 +790,12 @@ describe('cursors', () => {
       headers: { 'last-event-id': 'x' },
     },
     { name: 'after=-1 on the runs feed', url: '/api/v1/runs/stream?after=-1', headers: {} },
-  ])('a stream with $name is 400 TW_BAD_CURSOR before any stream opens', async ({ url, headers }) => {
-    await expectRefused({ method: 'GET', url, headers }, 400, 'TW_BAD_CURSOR');
-  });
+  ])(
+    'a stream with $name is 400 TW_BAD_CURSOR before any stream opens',
+    async ({ url, headers }) => {
+      await expectRefused({ method: 'GET', url, headers }, 400, 'TW_BAD_CURSOR');
+    },
+  );
 });
 
 describe('limits and offsets are refused, never clamped', () => {
@@ -742,7 +848,11 @@ describe('limits and offsets are refused, never clamped', () => {
   test.each(['tail=-1', 'tail=abc', 'from=middle'])(
     'a stream with ?%s is 400 TW_BAD_QUERY',
     async (query) => {
-      await expectRefused({ method: 'GET', url: `${RUN_PATH}/stream?${query}` }, 400, 'TW_BAD_QUERY');
+      await expectRefused(
+        { method: 'GET', url: `${RUN_PATH}/stream?${query}` },
+        400,
+        'TW_BAD_QUERY',
+      );
     },
   );
 });
@@ -768,15 +878,14 @@ describe('status conflicts', () => {
     },
   );
 
-  test.each(terminal)('cancel of a run that ended with %s is 409 TW_STATUS_CONFLICT', async (from) => {
-    await finish(from);
-    await expectRefused(
-      { method: 'POST', url: `${RUN_PATH}/cancel` },
-      409,
-      'TW_STATUS_CONFLICT',
-    );
-    expect((await t.store.getRun(FQN, RUN))?.cancelRequested).toBe(false);
-  });
+  test.each(terminal)(
+    'cancel of a run that ended with %s is 409 TW_STATUS_CONFLICT',
+    async (from) => {
+      await finish(from);
+      await expectRefused({ method: 'POST', url: `${RUN_PATH}/cancel` }, 409, 'TW_STATUS_CONFLICT');
+      expect((await t.store.getRun(FQN, RUN))?.cancelRequested).toBe(false);
+    },
+  );
 });
 
 describe('unknown things', () => {
@@ -789,21 +898,21 @@ describe('unknown things', () => {
     { method: 'GET', suffix: '/log' },
     { method: 'GET', suffix: '/log.txt' },
     { method: 'POST', suffix: '/cancel' },
-  ] as const)('$method of an unknown run$suffix is 404 TW_RUN_NOT_FOUND', async ({ method, suffix }) => {
-    await expectRefused(
-      { method, url: `${unknownRun}${suffix}` },
-      404,
-      'TW_RUN_NOT_FOUND',
-      [runKey(FQN, 'no-such-run')],
-    );
-    await expectRefused(
-      { method, url: `${unknownPipelineRun}${suffix}` },
-      404,
-      'TW_RUN_NOT_FOUND',
-      [runKey('no.such.pipeline', RUN)],
-    );
-    expect(await t.store.getRun(FQN, 'no-such-run')).toBeUndefined();
-  });
+  ] as const)(
+    '$method of an unknown run$suffix is 404 TW_RUN_NOT_FOUND',
+    async ({ method, suffix }) => {
+      await expectRefused({ method, url: `${unknownRun}${suffix}` }, 404, 'TW_RUN_NOT_FOUND', [
+        runKey(FQN, 'no-such-run'),
+      ]);
+      await expectRefused(
+        { method, url: `${unknownPipelineRun}${suffix}` },
+        404,
+        'TW_RUN_NOT_FOUND',
+        [runKey('no.such.pipeline', RUN)],
+      );
+      expect(await t.store.getRun(FQN, 'no-such-run')).toBeUndefined();
+    },
+  );
 
   test.each(['', '/entries', '/log', '/log.txt', '/events', '/logs', '/cancel'])(
     '"latest" of a pipeline with no runs%s is 404 TW_RUN_NOT_FOUND',

@@ -81,7 +81,16 @@ describe('pipeline FQNs and run ids', () => {
       });
 
       it('refuses C0 controls, DEL and C1 controls with TW_BAD_NAME', () => {
-        for (const control of ['\u0000', '\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009f']) {
+        for (const control of [
+          '\u0000',
+          '\t',
+          '\n',
+          '\r',
+          '\u001b',
+          '\u007f',
+          '\u0085',
+          '\u009f',
+        ]) {
           expect(codeThrownBy(() => validate(`run${control}1`))).toBe('TW_BAD_NAME');
         }
       });
@@ -164,6 +173,10 @@ describe('parseCursor', () => {
 });
 
 describe('splitLogText', () => {
+  it('keeps a character whole even when the limit is smaller than the character', () => {
+    expect(splitLogText('ab😀cd', 3)).toEqual(['ab', '😀', 'cd']);
+  });
+
   function expectWellCut(text: string, maxBytes: number, pieces: string[]): void {
     expect(pieces.join('')).toBe(text);
     for (const piece of pieces) {

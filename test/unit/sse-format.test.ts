@@ -1,0 +1,245 @@
+import { createParser } from 'eventsource-parser';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { describe, expect, it } from 'vitest';
+import { NativeEncoder } from '../../src/http/native.js';
+import { commentBytes, formatFrame, frameBytes } from '../../src/http/sse.js';
+import type { Entry } from '../../src/model/entry.js';
+
+const text = (buffer: Buffer | null): string => {
+  if (buffer === null) throw new Error('the encoder returned no bytes');
+  return buffer.toString('utf8');
+};
+
+const logEntry: Entry = {
+  seq: 42,
+  time: '2026-11-29T08:00:00.123Z',
+  kind: 'log',
+  offset: 1024,
+  text: 'line 1\nline 2\n',
+  step: 'ingest',
+};
+
+const progressEntry: Entry = {
+  seq: 43,
+  time: '2026-11-29T08:00:00.456Z',
+  kind: 'progress',
+  step: 'train',
+  correlationId: 'gen-42',
+  id: 'c0ffee',
+  data: { pct: 50 },
+};
+
+describe('formatFrame', () => {
+  it('formats a frame with an event name and one data line exactly', () => {
+    expect(formatFrame({ event: 'event', data: '{"a":1}' })).toBe(
+      'event: event\ndata: {"a":1}\n\n',
+    );
+  });
+
+  it('puts the id line before the event line and the data line', () => {
+    expect(formatFrame({ id: 7, event: 'log', data: '{}' })).toBe(
+      'id: 7\nevent: log\ndata: {}\n\n',
+    );
+    expect(formatFrame({ id: 'abc', data: 'x' })).toBe('id: abc\ndata: x\n\n');
+  });
+
+  it('writes only a data line when there is neither id nor event', () => {
+    expect(formatFrame({ data: 'hello' })).toBe('data: hello\n\n');
+  });
+
+  it('refuses an event name holding CR or LF rather than letting it inject a frame', () => {
+    expect(() => formatFrame({ event: 'log\nevent: end', data: '{}' })).toThrow(/CR or LF/);
+    expect(() => formatFrame({ event: 'log\r', data: '{}' })).toThrow(/CR or LF/);
+    expect(() => formatFrame({ event: 'a\r\nb', data: '{}' })).toThrow(/CR or LF/);
+  });
+
+  it('refuses an id holding CR or LF rather than letting it inject a frame', () => {
+    expect(() => formatFrame({ id: '1\ndata: injected', data: '{}' })).toThrow(/CR or LF/);
+    expect(() => formatFrame({ id: '1\r', data: '{}' })).toThrow(/CR or LF/);
+  });
+
+  it('splits data holding line breaks into one data line per line', () => {
+    expect(formatFrame({ event: 'x', data: 'a\nb\r\nc\rd' })).toBe(
+      'event: x\ndata: a\ndata: b\ndata: c\ndata: d\n\n',
+    );
+    expect(formatFrame({ data: 'trailing\n' })).toBe('data: trailing\ndata: \n\n');
+  });
+
+  it('encodes frameBytes as the UTF-8 bytes of formatFrame', () => {
+    const frame = { id: 1, event: 'log', data: '{"text":"例 🚀"}' };
+    const bytes = frameBytes(frame);
+    expect(bytes.equals(Buffer.from(formatFrame(frame), 'utf8'))).toBe(true);
+    expect(bytes.length).toBe(Buffer.byteLength(formatFrame(frame), 'utf8'));
+  });
+
+  it('formats a comment as a colon line followed by a blank line', () => {
+    expect(text(commentBytes('heartbeat'))).toBe(': heartbeat\n\n');
+  });
+});
+
+describe('NativeEncoder', () => {
+  const encoder = new NativeEncoder(2000);
+
+  it('opens a stream with the retry hint and nothing else', () => {
+    expect(text(encoder.open())).toBe('retry: 2000\n\n');
+    expect(text(new NativeEncoder(350).open())).toBe('retry: 350\n\n');
+  });
+
+  it('sends an entry as id seq, event kind and the entry as one line of JSON', () => {
+    expect(text(encoder.entry(logEntry))).toBe(
+      `id: 42\nevent: log\ndata: ${JSON.stringify(logEntry)}\n\n`,
+    );
+    expect(text(encoder.entry(progressEntry))).toBe(
+      `id: 43\nevent: progress\ndata: ${JSON.stringify(progressEntry)}\n\n`,
+    );
+  });
+
+  it('keeps log text with newlines inside a single data line, escaped by JSON', () => {
+    const frame = text(encoder.entry(logEntry));
+    expect(frame.split('\n').filter((line) => line.startsWith('data: '))).toHaveLength(1);
+    expect(frame).toContain('"text":"line 1\\nline 2\\n"');
+  });
+
+  it('gives every viewer of an entry the same frame bytes', () => {
+    const entry: Entry = { seq: 5, time: '2026-11-29T08:00:01.000Z', kind: 'log', text: 'x' };
+    const first = encoder.entry(entry);
+    expect(new NativeEncoder(10).entry(entry)).toBe(first);
+  });
+
+  it('sends a cursor frame as the id of the filtered entry with an empty object', () => {
+    expect(text(encoder.cursor(44))).toBe('id: 44\nevent: cursor\ndata: {}\n\n');
+  });
+
+  it('sends a reset gap and a retention gap without an id', () => {
+    expect(text(encoder.gap({ reason: 'reset' }))).toBe('event: gap\ndata: {"reason":"reset"}\n\n');
+    expect(text(encoder.gap({ reason: 'retention', fromSeq: 3, toSeq: 9 }))).toBe(
+      'event: gap\ndata: {"reason":"retention","fromSeq":3,"toSeq":9}\n\n',
+    );
+  });
+
+  it('sends end with its reason, status and last seq, and leaves out an absent status', () => {
+    expect(text(encoder.end({ reason: 'runFinished', status: 'success', lastSeq: 44 }))).toBe(
+      'event: end\ndata: {"reason":"runFinished","status":"success","lastSeq":44}\n\n',
+    );
+    expect(text(encoder.end({ reason: 'shutdown', lastSeq: 0 }))).toBe(
+      'event: end\ndata: {"reason":"shutdown","lastSeq":0}\n\n',
+    );
+  });
+
+  it('sends error with its code and message', () => {
+    expect(text(encoder.error('TW_STORE_UNAVAILABLE', 'The store could not be read: gone'))).toBe(
+      'event: error\ndata: {"code":"TW_STORE_UNAVAILABLE","message":"The store could not be read: gone"}\n\n',
+    );
+  });
+
+  it('sends a heartbeat as a comment', () => {
+    expect(text(encoder.heartbeat())).toBe(': heartbeat\n\n');
+  });
+});
+
+/** mulberry32: a small seeded generator, so a failing split can be replayed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Parsed {
+  events: Array<{ id: string | undefined; event: string | undefined; data: string }>;
+  comments: string[];
+  retries: number[];
+}
+
+/** Feeds `bytes` to eventsource-parser in chunks of `nextSize()` bytes, decoding UTF-8 across splits. */
+function parseInChunks(bytes: Buffer, nextSize: () => number): Parsed {
+  const parsed: Parsed = { events: [], comments: [], retries: [] };
+  const parser = createParser({
+    onEvent(message: EventSourceMessage) {
+      parsed.events.push({ id: message.id, event: message.event, data: message.data });
+    },
+    onComment(comment) {
+      parsed.comments.push(comment);
+    },
+    onRetry(retry) {
+      parsed.retries.push(retry);
+    },
+  });
+  const decoder = new TextDecoder();
+  let at = 0;
+  while (at < bytes.length) {
+    const size = nextSize();
+    parser.feed(decoder.decode(bytes.subarray(at, at + size), { stream: true }));
+    at += size;
+  }
+  parser.feed(decoder.decode());
+  return parsed;
+}
+
+describe('native frames read back by an SSE parser', () => {
+  const encoder = new NativeEncoder(2000);
+  const multiByte: Entry = {
+    seq: 44,
+    time: '2026-11-29T08:00:01.000Z',
+    kind: 'log',
+    offset: 1038,
+    text: '例'.repeat(20) + ' 🚀 done\r\n',
+  };
+  const frames = [
+    encoder.open(),
+    encoder.entry(logEntry),
+    encoder.heartbeat(),
+    encoder.entry(progressEntry),
+    encoder.cursor(45),
+    encoder.gap({ reason: 'reset' }),
+    encoder.entry(multiByte),
+    Buffer.from(formatFrame({ event: 'note', data: 'two\nlines' })),
+    encoder.error('TW_STORE_UNAVAILABLE', 'gone'),
+    encoder.end({ reason: 'runFinished', status: 'success', lastSeq: 45 }),
+  ];
+  const bytes = Buffer.concat(frames.map((frame) => frame ?? Buffer.alloc(0)));
+  const expected: Parsed = {
+    events: [
+      { id: '42', event: 'log', data: JSON.stringify(logEntry) },
+      { id: '43', event: 'progress', data: JSON.stringify(progressEntry) },
+      { id: '45', event: 'cursor', data: '{}' },
+      { id: undefined, event: 'gap', data: '{"reason":"reset"}' },
+      { id: '44', event: 'log', data: JSON.stringify(multiByte) },
+      { id: undefined, event: 'note', data: 'two\nlines' },
+      {
+        id: undefined,
+        event: 'error',
+        data: '{"code":"TW_STORE_UNAVAILABLE","message":"gone"}',
+      },
+      {
+        id: undefined,
+        event: 'end',
+        data: '{"reason":"runFinished","status":"success","lastSeq":45}',
+      },
+    ],
+    comments: ['heartbeat'],
+    retries: [2000],
+  };
+
+  it('reads back the same events when the bytes arrive whole', () => {
+    expect(parseInChunks(bytes, () => bytes.length)).toEqual(expected);
+  });
+
+  it('reads back the same events when the bytes arrive one at a time', () => {
+    expect(parseInChunks(bytes, () => 1)).toEqual(expected);
+  });
+
+  it.each([1, 2, 3, 42, 1234, 99991])(
+    'reads back the same events when the bytes arrive in random chunks (seed %i)',
+    (seed) => {
+      const random = seededRandom(seed);
+      const parsed = parseInChunks(bytes, () => 1 + Math.floor(random() * 23));
+      expect(parsed).toEqual(expected);
+      expect(JSON.parse(parsed.events[4]!.data)).toEqual(multiByte);
+    },
+  );
+});

@@ -1,0 +1,741 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Entry, NewEvent, NewLog } from '../../src/model/entry.js';
+import type { RunStatus } from '../../src/model/run.js';
+import type { StreamKey } from '../../src/model/stream-key.js';
+import { runKey, topicKey } from '../../src/model/stream-key.js';
+import type { Store } from '../../src/store/store.js';
+import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
+
+export interface StoreUnderTest {
+  store: Store;
+  /**
+   * Opens a new store on the same data. The suite closes `store` first; the factory's `cleanup`
+   * must close every store it opened (close is called again on an already closed store).
+   */
+  reopen?: () => Promise<Store>;
+  cleanup: () => Promise<void>;
+}
+
+const FEED = topicKey(RUNS_FEED_TOPIC);
+const TERMINAL: RunStatus[] = ['success', 'failed', 'partialSuccess', 'stopped', 'cancelled'];
+const NON_TERMINAL: RunStatus[] = ['queued', 'running'];
+
+const event = (kind: string, data: unknown, extra: Partial<NewEvent> = {}): NewEvent => ({
+  kind,
+  data,
+  ...extra,
+});
+
+/**
+ * The guarantees of the `Store` port (src/store/store.ts and PROTOCOL.md), run against every
+ * implementation through a factory that gives each test an empty store.
+ */
+export function runStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
+  describe(`${name} store contract`, () => {
+    let subject: StoreUnderTest;
+    let store: Store;
+
+    beforeEach(async () => {
+      subject = await makeStore();
+      store = subject.store;
+    });
+
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    const all = (key: StreamKey, kinds?: string[]): Promise<Entry[]> =>
+      store.readEntries(key, { afterSeq: 0, limit: 1000, kinds });
+    const seqsOf = async (key: StreamKey) => (await all(key)).map((entry) => entry.seq);
+    const dataOf = async (key: StreamKey) => (await all(key)).map((entry) => entry.data);
+    const logTexts = async (pipeline: string, runId: string) =>
+      (await all(runKey(pipeline, runId), ['log'])).map((entry) => entry.text);
+    const appendOne = (pipeline: string, runId: string, text: string, id?: string) =>
+      store.appendLog(pipeline, runId, [id === undefined ? { text } : { text, id }]);
+
+    describe('sequence numbers', () => {
+      it('numbers the entries of a new stream 1, 2, 3… without gaps', async () => {
+        const key = topicKey('iceberg');
+        expect((await store.appendEvents(key, [event('a', 1)])).seqs).toEqual([1]);
+        expect((await store.appendEvents(key, [event('a', 2), event('a', 3)])).seqs).toEqual([
+          2, 3,
+        ]);
+        expect((await store.appendEvents(key, [event('a', 4)])).seqs).toEqual([4]);
+        expect(await seqsOf(key)).toEqual([1, 2, 3, 4]);
+        expect(await dataOf(key)).toEqual([1, 2, 3, 4]);
+        expect((await store.bounds(key)).lastSeq).toBe(4);
+      });
+
+      it('numbers each stream on its own, however appends interleave', async () => {
+        const a = topicKey('a');
+        const b = topicKey('b');
+        const run = runKey('warehouse.ingest', 'r1');
+        await store.appendEvents(a, [event('k', 'a1')]);
+        await store.appendEvents(b, [event('k', 'b1'), event('k', 'b2')]);
+        await store.appendEvents(a, [event('k', 'a2')]);
+        await store.appendEvents(run, [event('k', 'r')]);
+        await store.appendEvents(b, [event('k', 'b3')]);
+        expect(await seqsOf(a)).toEqual([1, 2]);
+        expect(await dataOf(a)).toEqual(['a1', 'a2']);
+        expect(await seqsOf(b)).toEqual([1, 2, 3]);
+        expect(await dataOf(b)).toEqual(['b1', 'b2', 'b3']);
+        // The run's own stream starts with the status entry that created it.
+        expect(await seqsOf(run)).toEqual([1, 2]);
+      });
+
+      it('numbers log entries and events of one run in a single sequence', async () => {
+        await store.putRun('p', 'r', { status: 'running' });
+        await appendOne('p', 'r', 'one\n');
+        await store.appendEvents(runKey('p', 'r'), [event('progress', { pct: 50 })]);
+        await appendOne('p', 'r', 'two\n');
+        const entries = await all(runKey('p', 'r'));
+        expect(entries.map((entry) => [entry.seq, entry.kind])).toEqual([
+          [1, 'status'],
+          [2, 'log'],
+          [3, 'progress'],
+          [4, 'log'],
+        ]);
+      });
+
+      it('reports the bounds of a stream never written as firstSeq 1, lastSeq 0, logBytes 0', async () => {
+        const empty = { firstSeq: 1, lastSeq: 0, logBytes: 0 };
+        expect(await store.bounds(topicKey('nothing-here'))).toEqual(empty);
+        expect(await store.bounds(runKey('no.such.pipeline', 'no-run'))).toEqual(empty);
+        expect(await all(topicKey('nothing-here'))).toEqual([]);
+        expect(await store.readLog(runKey('no.such.pipeline', 'no-run'), 0, 100)).toEqual([]);
+        expect(await store.readLog(runKey('no.such.pipeline', 'no-run'), -1, 100)).toEqual([]);
+      });
+
+      it('reports the bounds of a written stream as firstSeq 1 and its newest seq', async () => {
+        await store.appendEvents(topicKey('t'), [event('k', 1), event('k', 2)]);
+        expect(await store.bounds(topicKey('t'))).toEqual({ firstSeq: 1, lastSeq: 2, logBytes: 0 });
+      });
+    });
+
+    describe('stored entries', () => {
+      it('keeps kind, data, step, correlation id and producer id of an event', async () => {
+        const key = topicKey('t');
+        await store.appendEvents(key, [
+          event(
+            'progress',
+            { pct: 50, note: '例 😀' },
+            { step: 'train', correlationId: 'gen-42', id: 'c0ffee' },
+          ),
+          event('plain', null),
+        ]);
+        const [first, second] = await all(key);
+        expect(first).toEqual({
+          seq: 1,
+          time: expect.any(String),
+          kind: 'progress',
+          data: { pct: 50, note: '例 😀' },
+          step: 'train',
+          correlationId: 'gen-42',
+          id: 'c0ffee',
+        });
+        expect(new Date(first!.time).toISOString()).toBe(first!.time);
+        // Optional fields are absent, not null.
+        expect(second).toEqual({ seq: 2, time: expect.any(String), kind: 'plain', data: null });
+      });
+
+      it('keeps the text, byte offset, step and producer id of a log entry', async () => {
+        await store.appendLog('p', 'r', [{ text: 'line 1\nline 2\n', step: 'ingest', id: 'L1' }]);
+        const [log] = await all(runKey('p', 'r'), ['log']);
+        expect(log).toEqual({
+          seq: 2,
+          time: expect.any(String),
+          kind: 'log',
+          offset: 0,
+          text: 'line 1\nline 2\n',
+          step: 'ingest',
+          id: 'L1',
+        });
+      });
+    });
+
+    describe('all-or-nothing batches', () => {
+      // `kind` is required by the type and by the store's own schema; a null one makes the
+      // store itself fail on the second event, after the first was already written.
+      const broken = { kind: null as unknown as string, data: 'broken' };
+
+      it('refuses a batch whose second event the store cannot write, and stores none of it', async () => {
+        const key = topicKey('t');
+        await store.appendEvents(key, [event('k', 'before')]);
+        await expect(store.appendEvents(key, [event('k', 'first'), broken])).rejects.toThrow();
+        expect(await dataOf(key)).toEqual(['before']);
+        expect(await store.bounds(key)).toEqual({ firstSeq: 1, lastSeq: 1, logBytes: 0 });
+        expect((await store.appendEvents(key, [event('k', 'after')])).seqs).toEqual([2]);
+      });
+
+      it('refuses a log append whose second chunk the store cannot write, and stores none of it', async () => {
+        await appendOne('p', 'r', 'before\n');
+        const before = await store.bounds(runKey('p', 'r'));
+        const chunks: NewLog[] = [{ text: 'first\n' }, { text: null as unknown as string }];
+        await expect(store.appendLog('p', 'r', chunks)).rejects.toThrow();
+        expect(await store.bounds(runKey('p', 'r'))).toEqual(before);
+        expect(await logTexts('p', 'r')).toEqual(['before\n']);
+        expect((await store.getRun('p', 'r'))?.logBytes).toBe(7);
+      });
+
+      it('creates neither the run, its stream nor a runs-feed entry when the first batch of a new run is refused', async () => {
+        const feedBefore = await store.bounds(FEED);
+        await expect(
+          store.appendEvents(runKey('p', 'new-run'), [event('k', 'first'), broken]),
+        ).rejects.toThrow();
+        expect(await store.getRun('p', 'new-run')).toBeUndefined();
+        expect(await store.latestRun('p')).toBeUndefined();
+        expect(await store.listPipelines()).toEqual([]);
+        expect(await store.bounds(runKey('p', 'new-run'))).toEqual({
+          firstSeq: 1,
+          lastSeq: 0,
+          logBytes: 0,
+        });
+        expect(await store.bounds(FEED)).toEqual(feedBefore);
+      });
+
+      it('numbers a topic from 1 after its first batch was refused, apart from other streams', async () => {
+        await expect(
+          store.appendEvents(topicKey('first'), [event('k', 'x'), broken]),
+        ).rejects.toThrow();
+        await store.appendEvents(topicKey('other'), [event('k', 'other')]);
+        const retried = await store.appendEvents(topicKey('first'), [event('k', 'first')]);
+        expect(await dataOf(topicKey('other'))).toEqual(['other']);
+        expect(await dataOf(topicKey('first'))).toEqual(['first']);
+        expect(retried.seqs).toEqual([1]);
+      });
+
+      it('creates a run normally after its first batch was refused, and reports it in the runs feed', async () => {
+        await expect(
+          store.appendEvents(runKey('p', 'r'), [event('k', 'x'), broken]),
+        ).rejects.toThrow();
+        await store.putRun('p', 'other', { status: 'queued' });
+        const result = await store.appendEvents(runKey('p', 'r'), [event('k', 'retried')]);
+        expect(result.seqs).toEqual([2]);
+        expect((await all(runKey('p', 'r'))).map((entry) => entry.kind)).toEqual(['status', 'k']);
+        expect((await all(runKey('p', 'other'))).map((entry) => entry.kind)).toEqual(['status']);
+        const feedRuns = (await all(FEED)).map((entry) => (entry.data as { runId: string }).runId);
+        expect(feedRuns).toEqual(['other', 'r']);
+      });
+    });
+
+    describe('producer ids', () => {
+      it('acknowledges a repeated event id with its original seq and does not store it twice', async () => {
+        const key = topicKey('t');
+        const first = await store.appendEvents(key, [event('k', 'original', { id: 'e1' })]);
+        await store.appendEvents(key, [event('k', 'between')]);
+        const again = await store.appendEvents(key, [event('k', 'retry', { id: 'e1' })]);
+        expect(first).toMatchObject({ seqs: [1], duplicates: 0 });
+        expect(again).toMatchObject({ seqs: [1], duplicates: 1 });
+        expect(again.written).toEqual([]);
+        expect(await dataOf(key)).toEqual(['original', 'between']);
+        expect((await store.bounds(key)).lastSeq).toBe(2);
+      });
+
+      it('stores the new events of a batch that also holds repeats, and counts the repeats', async () => {
+        const key = topicKey('t');
+        await store.appendEvents(key, [event('k', 'a', { id: 'a' }), event('k', 'b', { id: 'b' })]);
+        const result = await store.appendEvents(key, [
+          event('k', 'b again', { id: 'b' }),
+          event('k', 'c', { id: 'c' }),
+          event('k', 'no id'),
+          event('k', 'a again', { id: 'a' }),
+        ]);
+        expect(result.seqs).toEqual([2, 3, 4, 1]);
+        expect(result.duplicates).toBe(2);
+        expect(await dataOf(key)).toEqual(['a', 'b', 'c', 'no id']);
+      });
+
+      it('stores an id repeated within one batch once, and gives both the same seq', async () => {
+        const key = topicKey('t');
+        const result = await store.appendEvents(key, [
+          event('k', 'first', { id: 'x' }),
+          event('k', 'other'),
+          event('k', 'second', { id: 'x' }),
+        ]);
+        expect(result.seqs).toEqual([1, 2, 1]);
+        expect(result.duplicates).toBe(1);
+        expect(await dataOf(key)).toEqual(['first', 'other']);
+        expect((await store.bounds(key)).lastSeq).toBe(2);
+      });
+
+      it('treats the same id on two different streams as two different events', async () => {
+        await store.appendEvents(topicKey('a'), [event('k', 'a', { id: 'same' })]);
+        const b = await store.appendEvents(topicKey('b'), [event('k', 'b', { id: 'same' })]);
+        expect(b).toMatchObject({ seqs: [1], duplicates: 0 });
+        expect(await dataOf(topicKey('b'))).toEqual(['b']);
+      });
+
+      it('acknowledges a repeated log append as a duplicate with its original seq, offset and size', async () => {
+        const first = await appendOne('p', 'r', 'hello\n', 'L1');
+        await appendOne('p', 'r', 'between\n');
+        const before = await store.bounds(runKey('p', 'r'));
+        const again = await appendOne('p', 'r', 'hello\n', 'L1');
+        expect(first.duplicate).toBe(false);
+        expect(again).toMatchObject({
+          duplicate: true,
+          seq: first.seq,
+          firstSeq: first.firstSeq,
+          offset: first.offset,
+          size: first.size,
+        });
+        expect(again.written).toEqual([]);
+        expect(await store.bounds(runKey('p', 'r'))).toEqual(before);
+        expect(await logTexts('p', 'r')).toEqual(['hello\n', 'between\n']);
+      });
+
+      it('recognises a repeated multi-chunk log append by the id of its first chunk', async () => {
+        await appendOne('p', 'r', 'start\n');
+        const chunks: NewLog[] = [
+          { text: 'ab', id: 'M' },
+          { text: '例\n', id: 'M#1' },
+        ];
+        const first = await store.appendLog('p', 'r', chunks);
+        const again = await store.appendLog('p', 'r', chunks);
+        expect(first).toMatchObject({ firstSeq: 3, seq: 4, offset: 6, size: 6, duplicate: false });
+        expect(again).toMatchObject({ firstSeq: 3, seq: 4, offset: 6, size: 6, duplicate: true });
+        expect(await logTexts('p', 'r')).toEqual(['start\n', 'ab', '例\n']);
+        expect((await store.bounds(runKey('p', 'r'))).logBytes).toBe(12);
+      });
+    });
+
+    describe('log offsets', () => {
+      it('gives log entries contiguous offsets in UTF-8 bytes, with multi-byte text', async () => {
+        const a = await appendOne('p', 'r', 'héllo\n'); // 7 bytes
+        const b = await appendOne('p', 'r', '例😀\n'); // 3 + 4 + 1 bytes
+        const c = await appendOne('p', 'r', 'x');
+        expect([a.offset, a.size]).toEqual([0, 7]);
+        expect([b.offset, b.size]).toEqual([7, 8]);
+        expect([c.offset, c.size]).toEqual([15, 1]);
+        const logs = await all(runKey('p', 'r'), ['log']);
+        expect(logs.map((entry) => entry.offset)).toEqual([0, 7, 15]);
+        expect((await store.bounds(runKey('p', 'r'))).logBytes).toBe(16);
+        expect((await store.getRun('p', 'r'))?.logBytes).toBe(16);
+      });
+
+      it('gives the chunks of one append consecutive seqs and contiguous offsets', async () => {
+        await appendOne('p', 'r', 'é'); // 2 bytes
+        const result = await store.appendLog('p', 'r', [
+          { text: '例例\n' },
+          { text: '😀' },
+          { text: 'tail' },
+        ]);
+        expect(result).toMatchObject({
+          firstSeq: 3,
+          seq: 5,
+          offset: 2,
+          size: 15,
+          duplicate: false,
+        });
+        const logs = await all(runKey('p', 'r'), ['log']);
+        expect(logs.map((entry) => [entry.seq, entry.offset])).toEqual([
+          [2, 0],
+          [3, 2],
+          [4, 9],
+          [5, 13],
+        ]);
+        expect(await store.readLog(runKey('p', 'r'), 0, 1000)).toEqual([
+          { offset: 0, size: 2, text: 'é' },
+          { offset: 2, size: 7, text: '例例\n' },
+          { offset: 9, size: 4, text: '😀' },
+          { offset: 13, size: 4, text: 'tail' },
+        ]);
+      });
+
+      it('does not count events in the log bytes of a run', async () => {
+        await appendOne('p', 'r', 'abc');
+        await store.appendEvents(runKey('p', 'r'), [event('k', { big: 'x'.repeat(100) })]);
+        const next = await appendOne('p', 'r', 'def');
+        expect(next.offset).toBe(3);
+        expect((await store.bounds(runKey('p', 'r'))).logBytes).toBe(6);
+      });
+    });
+
+    describe('readEntries', () => {
+      const key = topicKey('t');
+      async function fill(count: number, kind = 'k'): Promise<void> {
+        const events = Array.from({ length: count }, (_, i) => event(kind, i));
+        await store.appendEvents(key, events);
+      }
+
+      it('returns the entries after the given seq, oldest first', async () => {
+        await fill(5);
+        const read = await store.readEntries(key, { afterSeq: 2, limit: 100 });
+        expect(read.map((entry) => entry.seq)).toEqual([3, 4, 5]);
+      });
+
+      it('reads from the start when after is 0, and nothing when after is the last seq', async () => {
+        await fill(3);
+        expect((await store.readEntries(key, { afterSeq: 0, limit: 100 })).length).toBe(3);
+        expect(await store.readEntries(key, { afterSeq: 3, limit: 100 })).toEqual([]);
+        expect(await store.readEntries(key, { afterSeq: 99, limit: 100 })).toEqual([]);
+      });
+
+      it('returns at most limit entries', async () => {
+        await fill(5);
+        const read = await store.readEntries(key, { afterSeq: 1, limit: 2 });
+        expect(read.map((entry) => entry.seq)).toEqual([2, 3]);
+      });
+
+      it('returns only the given kinds, and fills limit with them past non-matching entries', async () => {
+        await fill(10, 'noise');
+        await store.appendEvents(key, [event('rare', 'r1')]);
+        await fill(10, 'noise');
+        await store.appendEvents(key, [event('rare', 'r2'), event('other', 'o1')]);
+        const rare = await store.readEntries(key, { afterSeq: 0, limit: 2, kinds: ['rare'] });
+        expect(rare.map((entry) => [entry.seq, entry.data])).toEqual([
+          [11, 'r1'],
+          [22, 'r2'],
+        ]);
+        const two = await store.readEntries(key, {
+          afterSeq: 11,
+          limit: 3,
+          kinds: ['rare', 'other'],
+        });
+        expect(two.map((entry) => entry.seq)).toEqual([22, 23]);
+        expect(await store.readEntries(key, { afterSeq: 0, limit: 5, kinds: ['none'] })).toEqual(
+          [],
+        );
+      });
+
+      it('returns at least one entry even when it alone exceeds maxBytes', async () => {
+        await appendOne('p', 'r', 'x'.repeat(100));
+        await appendOne('p', 'r', 'y'.repeat(100));
+        const read = await store.readEntries(runKey('p', 'r'), {
+          afterSeq: 1,
+          limit: 10,
+          maxBytes: 10,
+        });
+        expect(read.map((entry) => entry.text)).toEqual(['x'.repeat(100)]);
+      });
+
+      it('stops once the entries read reach maxBytes of payload', async () => {
+        for (const text of ['aaaa', 'bbbb', 'cccc', 'dddd']) await appendOne('p', 'r', text);
+        const read = await store.readEntries(runKey('p', 'r'), {
+          afterSeq: 1,
+          limit: 10,
+          maxBytes: 8,
+        });
+        expect(read.map((entry) => entry.text)).toEqual(['aaaa', 'bbbb']);
+      });
+
+      it('counts maxBytes in UTF-8 bytes, not characters', async () => {
+        // Each entry is 2 characters but 4 bytes: 8 bytes hold two of them, not four.
+        for (let i = 0; i < 4; i += 1) await appendOne('p', 'r', '例\n');
+        const read = await store.readEntries(runKey('p', 'r'), {
+          afterSeq: 1,
+          limit: 10,
+          maxBytes: 8,
+        });
+        expect(read.map((entry) => entry.seq)).toEqual([2, 3]);
+      });
+    });
+
+    describe('readLog', () => {
+      const run = runKey('freight', 'task-1');
+      async function helloWorld(): Promise<void> {
+        // Freight's example: "hello world" written one character per append.
+        for (const character of 'hello world') await appendOne('freight', 'task-1', character);
+      }
+      const text = (chunks: { text: string }[]) => chunks.map((chunk) => chunk.text).join('');
+
+      it('returns the whole chunks whose offset lies in [offset, offset + limit)', async () => {
+        await helloWorld();
+        expect(await store.readLog(run, 1, 1)).toEqual([{ offset: 1, size: 1, text: 'e' }]);
+        expect(text(await store.readLog(run, 0, 5))).toBe('hello');
+        expect(text(await store.readLog(run, 6, 100))).toBe('world');
+        expect(text(await store.readLog(run, 0, 11))).toBe('hello world');
+        expect(await store.readLog(run, 11, 10)).toEqual([]);
+      });
+
+      it('reads the last byte with offset -1 and limit 1', async () => {
+        await helloWorld();
+        expect(await store.readLog(run, -1, 1)).toEqual([{ offset: 10, size: 1, text: 'd' }]);
+      });
+
+      it('reads the last limit bytes with offset -1', async () => {
+        await helloWorld();
+        expect(text(await store.readLog(run, -1, 5))).toBe('world');
+        expect(text(await store.readLog(run, -1, 11))).toBe('hello world');
+        expect(text(await store.readLog(run, -1, 1000))).toBe('hello world');
+      });
+
+      it('includes, with offset -1, a whole chunk that straddles the start of the last limit bytes', async () => {
+        await appendOne('p', 'r', 'ab');
+        await appendOne('p', 'r', '例'); // bytes 2–4
+        await appendOne('p', 'r', 'cd'); // bytes 5–6
+        expect(await store.readLog(runKey('p', 'r'), -1, 2)).toEqual([
+          { offset: 5, size: 2, text: 'cd' },
+        ]);
+        expect(await store.readLog(runKey('p', 'r'), -1, 3)).toEqual([
+          { offset: 2, size: 3, text: '例' },
+          { offset: 5, size: 2, text: 'cd' },
+        ]);
+      });
+
+      it('returns no chunks for a run that has no log', async () => {
+        await store.putRun('p', 'quiet', { status: 'running' });
+        expect(await store.readLog(runKey('p', 'quiet'), 0, 100)).toEqual([]);
+        expect(await store.readLog(runKey('p', 'quiet'), -1, 100)).toEqual([]);
+      });
+    });
+
+    describe('runs', () => {
+      it('creates a run with putRun and reports it with getRun', async () => {
+        const { run } = await store.putRun(
+          'warehouse.ingest',
+          'scheduled__2026-08-10T00:00:00+00:00',
+          {
+            status: 'running',
+            meta: { owner: 'data' },
+          },
+        );
+        expect(run).toEqual({
+          pipeline: 'warehouse.ingest',
+          runId: 'scheduled__2026-08-10T00:00:00+00:00',
+          status: 'running',
+          cancelRequested: false,
+          createdAt: expect.any(String),
+          startedAt: expect.any(String),
+          endedAt: null,
+          lastSeq: 1,
+          logBytes: 0,
+          meta: { owner: 'data' },
+        });
+        expect(
+          await store.getRun('warehouse.ingest', 'scheduled__2026-08-10T00:00:00+00:00'),
+        ).toEqual(run);
+      });
+
+      it('returns undefined from getRun for an unknown run', async () => {
+        expect(await store.getRun('p', 'nope')).toBeUndefined();
+      });
+
+      it('writes a status entry to the run stream and a copy of the run to the runs feed on creation', async () => {
+        const result = await store.putRun('p', 'r', { status: 'queued' });
+        const [status] = await all(runKey('p', 'r'));
+        expect(status).toMatchObject({ seq: 1, kind: 'status', data: { status: 'queued' } });
+        const feed = await all(FEED);
+        expect(feed).toHaveLength(1);
+        expect(feed[0]).toMatchObject({ kind: 'status', data: result.run });
+        expect(result.written).toEqual(
+          expect.arrayContaining([
+            { key: runKey('p', 'r'), seq: 1 },
+            { key: FEED, seq: feed[0]!.seq },
+          ]),
+        );
+      });
+
+      it('writes one status entry per status change, and none when the status stays the same', async () => {
+        await store.putRun('p', 'r', { status: 'queued' });
+        await store.putRun('p', 'r', { status: 'running' });
+        const same = await store.putRun('p', 'r', { status: 'running', meta: { a: 1 } });
+        await store.putRun('p', 'r', { status: 'success' });
+        const statuses = (await all(runKey('p', 'r'), ['status'])).map((entry) => entry.data);
+        expect(statuses).toEqual([
+          { status: 'queued' },
+          { status: 'running' },
+          { status: 'success' },
+        ]);
+        expect(same.written).toEqual([]);
+        expect(same.run.meta).toEqual({ a: 1 });
+        const feed = (await all(FEED)).map((entry) => (entry.data as { status: string }).status);
+        expect(feed).toEqual(['queued', 'running', 'success']);
+      });
+
+      it('sets endedAt when a run reaches a terminal status', async () => {
+        await store.putRun('p', 'r', { status: 'running' });
+        const { run } = await store.putRun('p', 'r', { status: 'failed' });
+        expect(run.status).toBe('failed');
+        expect(run.endedAt).not.toBeNull();
+        expect(run.startedAt).not.toBeNull();
+      });
+
+      it('refuses to move a terminal run back to a non-terminal status with TW_STATUS_CONFLICT, writing nothing', async () => {
+        let index = 0;
+        for (const terminal of TERMINAL) {
+          for (const next of NON_TERMINAL) {
+            index += 1;
+            const runId = `r${index}`;
+            await store.putRun('p', runId, { status: 'running' });
+            await store.putRun('p', runId, { status: terminal });
+            const runBefore = await store.bounds(runKey('p', runId));
+            const feedBefore = await store.bounds(FEED);
+            await expect(store.putRun('p', runId, { status: next })).rejects.toMatchObject({
+              code: 'TW_STATUS_CONFLICT',
+            });
+            expect(await store.bounds(runKey('p', runId))).toEqual(runBefore);
+            expect(await store.bounds(FEED)).toEqual(feedBefore);
+            expect((await store.getRun('p', runId))?.status).toBe(terminal);
+          }
+        }
+      });
+
+      it('creates a run as running when a log is appended to a new run', async () => {
+        const result = await appendOne('p', 'new', 'hi\n');
+        expect((await store.getRun('p', 'new'))?.status).toBe('running');
+        const entries = await all(runKey('p', 'new'));
+        expect(entries.map((entry) => entry.kind)).toEqual(['status', 'log']);
+        expect(entries[0]?.data).toMatchObject({ status: 'running' });
+        expect(result).toMatchObject({ firstSeq: 2, seq: 2, offset: 0, size: 3 });
+        expect((await all(FEED)).map((entry) => entry.data)).toEqual([
+          expect.objectContaining({ pipeline: 'p', runId: 'new', status: 'running' }),
+        ]);
+      });
+
+      it('creates a run as running when events are appended to a new run', async () => {
+        const result = await store.appendEvents(runKey('p', 'new'), [event('progress', 1)]);
+        expect((await store.getRun('p', 'new'))?.status).toBe('running');
+        expect((await all(runKey('p', 'new'))).map((entry) => entry.kind)).toEqual([
+          'status',
+          'progress',
+        ]);
+        expect(result.seqs).toEqual([2]);
+      });
+
+      it('does not change the status of an existing run when appending to it', async () => {
+        await store.putRun('p', 'r', { status: 'queued' });
+        await appendOne('p', 'r', 'x');
+        await store.appendEvents(runKey('p', 'r'), [event('k', 1)]);
+        expect((await store.getRun('p', 'r'))?.status).toBe('queued');
+      });
+
+      it('accepts late appends to an ended run without re-opening it', async () => {
+        await store.putRun('p', 'r', { status: 'success' });
+        await appendOne('p', 'r', 'late flush\n');
+        await store.appendEvents(runKey('p', 'r'), [event('k', 1)]);
+        const run = await store.getRun('p', 'r');
+        expect(run?.status).toBe('success');
+        expect(run?.logBytes).toBe(11);
+      });
+
+      it('reports the run stream lastSeq and logBytes in the run', async () => {
+        await appendOne('p', 'r', 'abc');
+        await store.appendEvents(runKey('p', 'r'), [event('k', 1)]);
+        expect(await store.getRun('p', 'r')).toMatchObject({ lastSeq: 3, logBytes: 3 });
+      });
+
+      it('names the most recently created run with latestRun', async () => {
+        await store.putRun('p', 'r1', { status: 'running' });
+        await store.putRun('p', 'r2', { status: 'running' });
+        await store.putRun('p', 'r3', { status: 'queued' });
+        await store.putRun('other', 'o1', { status: 'running' });
+        // Updating an older run does not make it the latest.
+        await store.putRun('p', 'r1', { status: 'success' });
+        expect((await store.latestRun('p'))?.runId).toBe('r3');
+        expect((await store.latestRun('other'))?.runId).toBe('o1');
+        expect(await store.latestRun('none')).toBeUndefined();
+      });
+
+      it('lists the runs of a pipeline newest first, filtered by status and limited', async () => {
+        await store.putRun('p', 'r1', { status: 'success' });
+        await store.putRun('p', 'r2', { status: 'failed' });
+        await store.putRun('p', 'r3', { status: 'success' });
+        await store.putRun('p', 'r4', { status: 'running' });
+        await store.putRun('other', 'o1', { status: 'success' });
+        const ids = (runs: { runId: string }[]) => runs.map((run) => run.runId);
+        expect(ids(await store.listRuns('p', { limit: 100 }))).toEqual(['r4', 'r3', 'r2', 'r1']);
+        expect(ids(await store.listRuns('p', { limit: 2 }))).toEqual(['r4', 'r3']);
+        expect(ids(await store.listRuns('p', { status: 'success', limit: 100 }))).toEqual([
+          'r3',
+          'r1',
+        ]);
+        expect(ids(await store.listRuns('p', { status: 'success', limit: 1 }))).toEqual(['r3']);
+        expect(await store.listRuns('p', { status: 'cancelled', limit: 100 })).toEqual([]);
+        expect(await store.listRuns('none', { limit: 100 })).toEqual([]);
+      });
+
+      it('lists every pipeline with its run count and its latest run', async () => {
+        await store.putRun('warehouse.ingest', 'a', { status: 'success' });
+        await store.putRun('warehouse.ingest', 'b', { status: 'running' });
+        await store.appendLog('ml.train', 'x', [{ text: 'epoch 1\n' }]);
+        const pipelines = (await store.listPipelines()).sort((a, b) => a.fqn.localeCompare(b.fqn));
+        expect(pipelines).toEqual([
+          { fqn: 'ml.train', runs: 1, lastRun: await store.getRun('ml.train', 'x') },
+          {
+            fqn: 'warehouse.ingest',
+            runs: 2,
+            lastRun: await store.getRun('warehouse.ingest', 'b'),
+          },
+        ]);
+      });
+
+      it('lists no pipelines in an empty store, and none for topic appends', async () => {
+        expect(await store.listPipelines()).toEqual([]);
+        await store.appendEvents(topicKey('iceberg'), [event('k', 1)]);
+        expect(await store.listPipelines()).toEqual([]);
+      });
+    });
+
+    describe('requestCancel', () => {
+      it('sets cancelRequested and writes a status entry without changing the status', async () => {
+        await store.putRun('p', 'r', { status: 'running' });
+        const before = await store.bounds(runKey('p', 'r'));
+        const { run, written } = await store.requestCancel('p', 'r');
+        expect(run).toMatchObject({ status: 'running', cancelRequested: true });
+        expect(await store.getRun('p', 'r')).toMatchObject({ cancelRequested: true });
+        const entries = await all(runKey('p', 'r'));
+        expect(entries).toHaveLength(before.lastSeq + 1);
+        expect(entries.at(-1)).toMatchObject({
+          kind: 'status',
+          data: { status: 'running', cancelRequested: true },
+        });
+        expect(written).toContainEqual({ key: runKey('p', 'r'), seq: before.lastSeq + 1 });
+        expect((await all(FEED)).at(-1)?.data).toMatchObject({ runId: 'r', cancelRequested: true });
+      });
+
+      it('refuses an unknown run with TW_RUN_NOT_FOUND and creates nothing', async () => {
+        await expect(store.requestCancel('p', 'ghost')).rejects.toMatchObject({
+          code: 'TW_RUN_NOT_FOUND',
+        });
+        expect(await store.getRun('p', 'ghost')).toBeUndefined();
+        expect(await store.bounds(runKey('p', 'ghost'))).toEqual({
+          firstSeq: 1,
+          lastSeq: 0,
+          logBytes: 0,
+        });
+        expect(await store.bounds(FEED)).toEqual({ firstSeq: 1, lastSeq: 0, logBytes: 0 });
+      });
+
+      it('keeps cancelRequested when the run later changes status', async () => {
+        await store.putRun('p', 'r', { status: 'running' });
+        await store.requestCancel('p', 'r');
+        const { run } = await store.putRun('p', 'r', { status: 'cancelled' });
+        expect(run).toMatchObject({ status: 'cancelled', cancelRequested: true });
+      });
+    });
+
+    describe('durability', () => {
+      it('keeps runs, entries, counters and producer ids across a reopen', async (context) => {
+        const reopen = subject.reopen;
+        if (!reopen) {
+          context.skip();
+          return;
+        }
+        await store.putRun('p', 'r', { status: 'running', meta: { k: 'v' } });
+        await appendOne('p', 'r', '例 line\n', 'L1');
+        await store.appendEvents(runKey('p', 'r'), [event('progress', { pct: 1 }, { id: 'e1' })]);
+        await store.appendEvents(topicKey('t'), [event('k', 1), event('k', 2)]);
+        const run = await store.getRun('p', 'r');
+        const entries = await all(runKey('p', 'r'));
+        const feed = await all(FEED);
+        await store.close();
+
+        store = await reopen();
+        expect(await store.getRun('p', 'r')).toEqual(run);
+        expect(await all(runKey('p', 'r'))).toEqual(entries);
+        expect(await all(FEED)).toEqual(feed);
+        expect(await store.bounds(topicKey('t'))).toEqual({ firstSeq: 1, lastSeq: 2, logBytes: 0 });
+        expect(await store.readLog(runKey('p', 'r'), -1, 100)).toEqual([
+          { offset: 0, size: 9, text: '例 line\n' },
+        ]);
+        // Numbering, offsets and idempotency continue where they stopped.
+        expect((await store.appendEvents(topicKey('t'), [event('k', 3)])).seqs).toEqual([3]);
+        expect(await appendOne('p', 'r', 'retry', 'L1')).toMatchObject({ duplicate: true, seq: 2 });
+        expect(
+          await store.appendEvents(runKey('p', 'r'), [event('progress', { pct: 1 }, { id: 'e1' })]),
+        ).toMatchObject({ seqs: [3], duplicates: 1 });
+        expect(await appendOne('p', 'r', 'next')).toMatchObject({ seq: 4, offset: 9 });
+      });
+    });
+  });
+}
