@@ -69,7 +69,11 @@ export async function startServer(settings: Settings): Promise<RunningServer> {
     close: () =>
       (closing ??= (async () => {
         hub.shutdown();
-        await app.close();
+        // Streams were just ended; a client may still hold a connection it never used, which
+        // 'idle' closing does not count as idle. Give the end frames a moment, then cut the rest.
+        const closed = app.close();
+        setTimeout(() => app.server.closeAllConnections(), 1000).unref();
+        await closed;
         await bus.close();
         await store.close();
       })()),

@@ -77,7 +77,8 @@ export class Hub {
     }
     const name = streamId(request.key);
     let tailer = this.tailers.get(name);
-    if (!tailer) {
+    // A stream whose reader idles with no viewer becomes active again: it counts against the cap.
+    if (!tailer || tailer.viewerCount === 0) {
       if (this.activeStreams >= this.settings.maxActiveStreams) {
         throw new TailwaterError(
           'TW_CAPACITY',
@@ -85,7 +86,7 @@ export class Hub {
           RETRY_AFTER,
         );
       }
-      tailer = this.createTailer(request.key);
+      tailer ??= this.createTailer(request.key);
     } else if (tailer.viewerCount >= this.settings.maxSubscribersPerStream) {
       throw new TailwaterError(
         'TW_CAPACITY',
@@ -98,7 +99,11 @@ export class Hub {
     let opened = false;
     try {
       await tailer.ready;
+      await tailer.sync();
       const { cursor, gap } = await this.resolveStart(tailer, request.start);
+      if (this.closing) {
+        throw new TailwaterError('TW_SHUTTING_DOWN', 'The server is shutting down.', RETRY_AFTER);
+      }
       const transport = openTransport();
       const now = this.now();
       const subscription = new Subscription(

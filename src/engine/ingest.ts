@@ -50,6 +50,7 @@ export class Ingest {
     if (log.text.length === 0) {
       throw new TailwaterError('TW_BAD_REQUEST', 'The log text is empty.');
     }
+    checkWellFormed('', { text: log.text, step: log.step, id: log.id });
     const pieces = splitLogText(log.text, this.settings.maxEventBytes);
     const chunks = pieces.map((text, index) => ({
       text,
@@ -75,6 +76,11 @@ export class Ingest {
   }
 
   private checkEvent(event: NewEvent, index: number): void {
+    checkWellFormed(`events[${index}].`, {
+      step: event.step,
+      correlationId: event.correlationId,
+      id: event.id,
+    });
     try {
       validateProducerKind(event.kind);
     } catch (error) {
@@ -95,5 +101,20 @@ export class Ingest {
   private ring<T extends { written: Written[] }>(result: T): T {
     for (const { key, seq } of result.written) this.bus.notify(streamId(key), seq);
     return result;
+  }
+}
+
+/**
+ * A JSON body can carry a lone surrogate (`"\ud800"`), which is not Unicode text: SQLite would
+ * store it as U+FFFD and byte offsets would drift. Such text is refused like broken UTF-8.
+ */
+function checkWellFormed(prefix: string, fields: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(fields)) {
+    if (value !== undefined && !value.isWellFormed()) {
+      throw new TailwaterError(
+        'TW_BAD_UTF8',
+        `${prefix}${name} is not valid Unicode text (a lone surrogate); it was not stored.`,
+      );
+    }
   }
 }

@@ -110,6 +110,7 @@ export class Tailer {
       }
     }
     await this.runState?.refresh(this.now());
+    if (this.retired) return;
     this.pollTimer = setInterval(() => void this.tick(), this.settings.pollSeconds * 1000);
     this.pollTimer.unref();
   }
@@ -133,10 +134,22 @@ export class Tailer {
     void this.catchUp(subscription);
   }
 
+  /**
+   * Brings `top` up to date with the store (after an idle spell nobody read), so a new viewer's
+   * start position and the end-of-stream rules see everything that was written.
+   */
+  async sync(): Promise<void> {
+    if (this.stale) {
+      this.stale = false;
+      this.wake();
+    }
+    while (this.reading) await this.reading;
+  }
+
   /** A hint that the store has entries past `top`. Reads are coalesced: one at a time. */
   wake(): void {
     if (this.retired) return;
-    if (this.subscriptions.size === 0) {
+    if (this.viewerCount === 0) {
       // Nobody to read for; the next viewer triggers the read.
       this.stale = true;
       return;
@@ -316,7 +329,7 @@ export class Tailer {
    * viewer came, so opening a stalled run does not end at once.
    */
   private streamEnd(now: number, subscription: Subscription): EndInfo | undefined {
-    if (!this.runState || this.readAgain || this.stale) return undefined;
+    if (!this.runState || this.reading || this.readAgain || this.stale) return undefined;
     const { state } = this.runState;
     if (state === 'finished') {
       return now - this.lastEntryAt >= this.settings.finishGraceSeconds * 1000

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { appendRoutes } from './append.js';
 import { registerBodyParsers } from './body.js';
 import type { AppDeps } from './deps.js';
-import { registerErrorHandling } from './errors.js';
+import { registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
 import { nativeStreamRoutes } from './native.js';
 import { readRoutes } from './read.js';
@@ -25,7 +25,7 @@ export async function buildApp(
     logController: new LogController({ disableRequestLogging: true }),
     // Idle keep-alive sockets close at once on shutdown; open streams are ended by the Hub.
     forceCloseConnections: 'idle',
-    routerOptions: { maxParamLength: 1024 },
+    routerOptions: { maxParamLength: 1024, ...routerErrorOptions },
   });
   registerBodyParsers(app);
   registerErrorHandling(app);

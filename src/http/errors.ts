@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ErrorCode } from '../model/errors.js';
 import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
@@ -11,6 +12,27 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'TW_BAD_REQUEST',
   FST_ERR_CTP_EMPTY_TYPE: 'TW_UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_BAD_URL: 'TW_BAD_REQUEST',
+  FST_ERR_MAX_PARAM_LENGTH: 'TW_BAD_NAME',
+};
+
+/** For the router's own refusals, which happen before Fastify's reply exists. */
+export function sendRawError(res: ServerResponse, error: TailwaterError): void {
+  res.writeHead(ERROR_STATUS[error.code], { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify({ error: { code: error.code, message: error.message } }));
+}
+
+/** Router hooks: a malformed percent-encoding or an over-long path segment is a 400 like any other. */
+export const routerErrorOptions = {
+  onBadUrl: (path: string, _req: unknown, res: ServerResponse) =>
+    sendRawError(
+      res,
+      new TailwaterError('TW_BAD_REQUEST', `The path is not valid percent-encoded UTF-8: ${path}`),
+    ),
+  onMaxParamLength: (_path: string, _req: unknown, res: ServerResponse) =>
+    sendRawError(
+      res,
+      new TailwaterError('TW_BAD_NAME', 'A name in the path is too long (at most 256 bytes).'),
+    ),
 };
 
 export function toTailwaterError(error: unknown): TailwaterError {

@@ -328,6 +328,29 @@ describe('broken UTF-8', () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  test('log offsets stay contiguous and U+FFFD-free after a JSON append with a lone surrogate', async () => {
+    await t.app.inject({
+      method: 'POST',
+      url: LOGS,
+      headers: JSON_TYPE,
+      payload: '{"text":"a\\ud800b\\n"}',
+    });
+    await t.app.inject({ method: 'POST', url: LOGS, headers: TEXT_TYPE, payload: 'next\n' });
+    const page = (await t.app.inject({ method: 'GET', url: `${RUN_PATH}/log` })).json() as {
+      chunks: { offset: number; size: number; text: string }[];
+      nextOffset: number;
+    };
+    let offset = 0;
+    for (const chunk of page.chunks) {
+      expect(chunk.offset).toBe(offset);
+      expect(chunk.size).toBe(Buffer.byteLength(chunk.text, 'utf8'));
+      expect(chunk.text).not.toContain('\ufffd');
+      offset += chunk.size;
+    }
+    expect(page.nextOffset).toBe(offset);
+    expect((await t.store.bounds(runKey(FQN, RUN))).logBytes).toBe(offset);
+  });
+
   test.each([
     ['an event step', EVENTS, '{"events":[{"kind":"progress","data":1,"step":"s\\ud800"}]}'],
     [
