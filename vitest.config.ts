@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 // `e2e` starts real `tailwater serve` processes (and, later, real services).
 export default defineConfig({
   test: {
+    reporters: ['default', './test/summary-reporter.ts'],
     projects: [
       {
         test: {
