@@ -16,6 +16,8 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
+          // The slow-viewer test measures memory after a full collection.
+          execArgv: ['--expose-gc'],
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,

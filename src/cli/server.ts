@@ -7,6 +7,7 @@ import { Ingest } from '../engine/ingest.js';
 import { buildApp } from '../http/app.js';
 import type { Settings } from '../model/settings.js';
 import { SettingsError } from '../model/settings.js';
+import { RetentionLoop } from '../store/retention.js';
 import { SqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
 
@@ -54,7 +55,11 @@ export async function startServer(settings: Settings): Promise<RunningServer> {
   const hub = new Hub(store, bus, settings);
   const ingest = new Ingest(store, bus, settings);
   const app = await buildApp({ store, hub, ingest, settings }, { logLevel: settings.logLevel });
+  const retention = new RetentionLoop(store, settings, (error) =>
+    app.log.error({ err: error }, 'retention failed'),
+  );
   await app.listen({ host: settings.host, port: settings.port });
+  retention.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -69,6 +74,7 @@ export async function startServer(settings: Settings): Promise<RunningServer> {
     close: () =>
       (closing ??= (async () => {
         hub.shutdown();
+        await retention.stop();
         // Streams were just ended; a client may still hold a connection it never used, which
         // 'idle' closing does not count as idle. Give the end frames a moment, then cut the rest.
         const closed = app.close();

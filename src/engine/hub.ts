@@ -7,6 +7,8 @@ import type { EngineSettings } from './engine-settings.js';
 import type { EntryFilter } from './filter.js';
 import { compileFilter } from './filter.js';
 import type { FrameEncoder, GapInfo } from './frames.js';
+import { EngineStats } from './stats.js';
+import type { ViewerSnapshot } from './stats.js';
 import { Subscription } from './subscription.js';
 import { Tailer } from './tailer.js';
 import type { ViewerTransport } from './viewer-transport.js';
@@ -33,6 +35,7 @@ export class Hub {
   private readonly tailers = new Map<string, Tailer>();
   private connections = 0;
   private closing = false;
+  readonly stats = new EngineStats();
 
   constructor(
     private readonly store: Store,
@@ -49,6 +52,19 @@ export class Hub {
     let count = 0;
     for (const tailer of this.tailers.values()) if (tailer.viewerCount > 0) count += 1;
     return count;
+  }
+
+  /** What every viewer holds right now (for /metrics). */
+  snapshot(): ViewerSnapshot {
+    const snapshot = {
+      connections: 0,
+      activeStreams: this.activeStreams,
+      pagingViewers: 0,
+      pendingBytes: 0,
+      maxPendingBytes: 0,
+    };
+    for (const tailer of this.tailers.values()) tailer.snapshotInto(snapshot);
+    return snapshot;
   }
 
   /** The tailer of a stream, if one is running (tests and metrics look at it). */
@@ -150,6 +166,7 @@ export class Hub {
           this.connections -= 1;
         },
       },
+      this.stats,
       this.now,
     );
     this.tailers.set(tailer.name, tailer);

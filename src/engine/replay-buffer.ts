@@ -6,7 +6,8 @@ import type { Entry } from '../model/entry.js';
  * (firstSeq … lastSeq) with no hole.
  */
 export class ReplayBuffer {
-  private entries: Entry[] = [];
+  /** Slots before `head` are evicted (undefined) until the next compaction. */
+  private entries: Array<Entry | undefined> = [];
   private weights: number[] = [];
   private head = 0;
   private bytes = 0;
@@ -20,10 +21,13 @@ export class ReplayBuffer {
     this.bytes += weight;
     while (this.bytes > this.maxBytes && this.size > 1) {
       this.bytes -= this.weights[this.head]!;
+      // Drop the reference at once: an evicted entry (and the frames cached for it) must be
+      // collectable even while few entries have passed through, e.g. a handful of 64 KiB ones.
+      this.entries[this.head] = undefined;
       this.head += 1;
     }
     // Compact now and then so the arrays do not grow without bound.
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+    if (this.head >= 64 && this.head * 2 >= this.entries.length) {
       this.entries = this.entries.slice(this.head);
       this.weights = this.weights.slice(this.head);
       this.head = 0;
@@ -45,7 +49,7 @@ export class ReplayBuffer {
     const first = this.entries[this.head];
     if (!first) return [];
     const start = this.head + Math.max(0, cursor - first.seq + 1);
-    return this.entries.slice(start);
+    return this.entries.slice(start) as Entry[];
   }
 
   clear(): void {

@@ -27,6 +27,8 @@ export class Subscription {
   cursor: number;
   /** Bytes written to this viewer since it opened. */
   bytesSent = 0;
+  /** Why the server ended this stream (undefined if the viewer left on its own). */
+  endReason: EndInfo['reason'] | 'error' | undefined;
   readonly openedAt: number;
   lastWriteAt: number;
   private readonly closeListeners: Array<() => void> = [];
@@ -63,13 +65,17 @@ export class Subscription {
   /**
    * Sends the entries after the cursor, in order, each exactly once. Entries the filter drops
    * advance the cursor; if the last of them is dropped, one cursor frame carries its seq so a
-   * reconnect does not replay it.
+   * reconnect does not replay it. Entries come contiguous from the store, so a jump past the
+   * cursor can only be retention having deleted them: it is said with a `gap` frame.
    */
   deliver(entries: readonly Entry[], now: number): void {
     let skippedTo = 0;
     for (const entry of entries) {
       if (entry.seq <= this.cursor) continue;
       if (this.closed || this.overByteLimit) break;
+      if (entry.seq > this.cursor + 1) {
+        this.gap({ reason: 'retention', fromSeq: this.cursor + 1, toSeq: entry.seq - 1 }, now);
+      }
       if (this.predicate && !this.predicate(entry)) {
         skippedTo = entry.seq;
         this.cursor = entry.seq;
@@ -97,6 +103,7 @@ export class Subscription {
   /** Sends `end` and closes. */
   end(info: EndInfo, now: number): void {
     if (this.closed) return;
+    this.endReason = info.reason;
     this.send(this.encoder.end(info), now);
     this.close();
   }
@@ -104,6 +111,7 @@ export class Subscription {
   /** Sends `error` and closes. */
   fail(code: string, message: string, now: number): void {
     if (this.closed) return;
+    this.endReason = 'error';
     this.send(this.encoder.error(code, message), now);
     this.close();
   }

@@ -7,6 +7,7 @@ import type { EngineSettings } from './engine-settings.js';
 import type { EndInfo } from './frames.js';
 import { ReplayBuffer } from './replay-buffer.js';
 import { RunStateProbe } from './run-state.js';
+import type { EngineStats } from './stats.js';
 import type { Subscription } from './subscription.js';
 
 /** Consecutive failed reads after which the store is taken to be down for this stream. */
@@ -55,6 +56,7 @@ export class Tailer {
     bus: Bus,
     private readonly settings: EngineSettings,
     private readonly hooks: TailerHooks,
+    private readonly stats: EngineStats,
     private readonly now: () => number = Date.now,
   ) {
     this.name = streamId(key);
@@ -78,6 +80,22 @@ export class Tailer {
   /** Viewers, counting those on their way in. */
   get viewerCount(): number {
     return this.subscriptions.size + this.reservations;
+  }
+
+  /** Adds this stream's viewers to a snapshot. */
+  snapshotInto(snapshot: {
+    connections: number;
+    pagingViewers: number;
+    pendingBytes: number;
+    maxPendingBytes: number;
+  }): void {
+    for (const subscription of this.subscriptions) {
+      const pending = subscription.transport.pendingBytes;
+      snapshot.connections += 1;
+      snapshot.pendingBytes += pending;
+      snapshot.maxPendingBytes = Math.max(snapshot.maxPendingBytes, pending);
+      if (subscription.mode === 'paging') snapshot.pagingViewers += 1;
+    }
   }
 
   /** Holds a place for a viewer about to be added: the tailer will not retire meanwhile. */
@@ -191,6 +209,7 @@ export class Tailer {
           maxBytes: this.settings.maxBytesPerTick,
         });
         this.sharedReads += 1;
+        this.stats.sharedReads += 1;
         this.failures = 0;
       } catch (error) {
         this.onReadFailure(error);
@@ -210,6 +229,8 @@ export class Tailer {
     let bytes = 0;
     for (const entry of entries) {
       if (entry.seq <= this.top) continue;
+      // Retention removed entries nobody had read: the buffer must stay contiguous.
+      if (entry.seq > this.top + 1) this.buffer.clear();
       const weight = entryWeight(entry);
       bytes += weight;
       this.buffer.push(entry, weight);
@@ -234,6 +255,7 @@ export class Tailer {
     } else if (subscription.overPendingCap && subscription.mode === 'live') {
       this.live.delete(subscription);
       subscription.mode = 'paging';
+      this.stats.slowViewerDemotions += 1;
       void this.catchUp(subscription);
     }
   }
@@ -271,6 +293,7 @@ export class Tailer {
           limit: this.settings.readBatchEntries,
           maxBytes: this.settings.maxBytesPerTick,
         });
+        this.stats.catchUpReads += 1;
         failures = 0;
       } catch (error) {
         failures += 1;
@@ -362,6 +385,7 @@ export class Tailer {
   }
 
   private remove(subscription: Subscription): void {
+    if (subscription.endReason) this.stats.countEnd(subscription.endReason);
     this.subscriptions.delete(subscription);
     this.live.delete(subscription);
     this.hooks.onSubscriptionClosed(subscription);

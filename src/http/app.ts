@@ -5,6 +5,7 @@ import { registerBodyParsers } from './body.js';
 import type { AppDeps } from './deps.js';
 import { registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
+import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
 import { readRoutes } from './read.js';
 import { runRoutes } from './runs.js';
@@ -30,6 +31,7 @@ export async function buildApp(
   registerBodyParsers(app);
   registerErrorHandling(app);
   await app.register(healthRoutes, deps);
+  await app.register(metricsRoutes, deps);
   await app.register(runRoutes, deps);
   await app.register(appendRoutes, deps);
   await app.register(readRoutes, deps);

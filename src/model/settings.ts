@@ -54,6 +54,23 @@ export const settingsSchema = z.strictObject({
   /** The `retry:` hint sent to SSE clients at the start of each stream. */
   retryMillis: z.number().int().nonnegative().default(2000),
 
+  // Retention of topics (runs are kept; their streams end)
+  /** Entries kept per topic; 0 keeps every entry. */
+  topicMaxEntries: z.number().int().nonnegative().default(1_000_000),
+  /** Age after which a topic's entries are removed; 0 keeps them forever. */
+  topicMaxAgeSeconds: z.number().nonnegative().finite().default(0),
+  retentionIntervalSeconds: seconds.positive().default(60),
+  /** Per-topic overrides, e.g. {"iceberg": {"maxEntries": 100000, "maxAgeSeconds": 604800}}. */
+  retention: z
+    .record(
+      z.string(),
+      z.strictObject({
+        maxEntries: z.number().int().nonnegative().optional(),
+        maxAgeSeconds: z.number().nonnegative().finite().optional(),
+      }),
+    )
+    .default({}),
+
   // Appending
   maxEventBytes: bytes.default(64 * KiB),
   maxBatchEntries: positiveInt.default(1000),
@@ -88,13 +105,15 @@ export function envName(name: string): string {
   return `TAILWATER_${name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}`;
 }
 
-function baseType(name: SettingName): 'number' | 'boolean' | 'string' {
+function baseType(name: SettingName): 'number' | 'boolean' | 'string' | 'object' {
   const defaultValue = settingsSchema.parse({})[name];
   return typeof defaultValue === 'number'
     ? 'number'
     : typeof defaultValue === 'boolean'
       ? 'boolean'
-      : 'string';
+      : typeof defaultValue === 'string'
+        ? 'string'
+        : 'object';
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
@@ -140,7 +159,13 @@ export function readEnv(env: NodeJS.ProcessEnv): PartialSettings {
     if (raw === undefined || raw === '') continue;
     let value: unknown = raw;
     const type = baseType(name);
-    if (type === 'number') {
+    if (type === 'object') {
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        throw new SettingsError(`${variable}: expected JSON, got "${raw}"`);
+      }
+    } else if (type === 'number') {
       value = Number(raw.trim());
       if (raw.trim() === '' || Number.isNaN(value)) {
         throw new SettingsError(`${variable}: expected a number, got "${raw}"`);

@@ -18,6 +18,8 @@ import type {
   RunUpdate,
   Store,
   StreamBounds,
+  TrimPolicy,
+  TrimResult,
   Written,
 } from './store.js';
 import { RUNS_FEED_TOPIC } from './store.js';
@@ -69,6 +71,8 @@ interface PendingEntry {
   body: string;
   isLog: boolean;
 }
+
+const TRIM_ROWS_PER_TRANSACTION = 10_000;
 
 const RUN_COLUMNS = `r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
   r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes`;
@@ -147,6 +151,17 @@ export class SqliteStore implements Store {
         `INSERT INTO runs (pipeline, run_id, stream_id, status, created_at, started_at, ended_at, meta)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
+      topicKeys: db.prepare<[string, string], { key: string }>(
+        'SELECT key FROM streams WHERE key > ? AND key < ? ORDER BY key',
+      ),
+      firstSeqAtOrAfter: db.prepare<[number, number], { seq: number }>(
+        'SELECT seq FROM entries WHERE stream_id = ? AND time >= ? ORDER BY seq LIMIT 1',
+      ),
+      deleteBefore: db.prepare<[number, number, number]>(
+        'DELETE FROM entries WHERE stream_id = ? AND seq >= ? AND seq < ?',
+      ),
+      setFirstSeq: db.prepare<[number, number]>('UPDATE streams SET first_seq = ? WHERE id = ?'),
       updateRun: db.prepare(
         `UPDATE runs SET status = ?, started_at = ?, ended_at = ?, meta = ?, cancel_requested = ?
           WHERE pipeline = ? AND run_id = ?`,
@@ -449,6 +464,36 @@ export class SqliteStore implements Store {
       size: Buffer.byteLength(row.body, 'utf8'),
       text: row.body,
     }));
+  }
+
+  async listTopics(): Promise<string[]> {
+    const prefix = streamId(topicKey(''));
+    return this.stmt.topicKeys
+      .all(prefix, 'topic\u0001')
+      .map(({ key }) => key.slice(prefix.length));
+  }
+
+  async trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult> {
+    const sid = this.knownStreamId(topicKey(topic));
+    const row = sid === undefined ? undefined : this.stmt.streamById.get(sid);
+    if (sid === undefined || !row) return { removed: 0, firstSeq: 1 };
+    let cut = row.first_seq;
+    if (policy.maxEntries > 0) cut = Math.max(cut, row.last_seq - policy.maxEntries + 1);
+    if (policy.olderThanMs !== undefined) {
+      const keep = this.stmt.firstSeqAtOrAfter.get(sid, policy.olderThanMs);
+      cut = Math.max(cut, keep ? keep.seq : row.last_seq + 1);
+    }
+    let removed = 0;
+    // Small transactions, so appends to the topic are never held up for long.
+    for (let from = row.first_seq; from < cut; from += TRIM_ROWS_PER_TRANSACTION) {
+      const to = Math.min(cut, from + TRIM_ROWS_PER_TRANSACTION);
+      removed += this.write(() => {
+        const changes = this.stmt.deleteBefore.run(sid, from, to).changes;
+        this.stmt.setFirstSeq.run(to, sid);
+        return changes;
+      });
+    }
+    return { removed, firstSeq: cut };
   }
 
   async close(): Promise<void> {

@@ -56,6 +56,19 @@ export interface LogChunk {
   text: string;
 }
 
+export interface TrimPolicy {
+  /** Keep at most this many newest entries; 0 means no limit by count. */
+  maxEntries: number;
+  /** Remove entries written before this time (epoch ms); absent means no limit by age. */
+  olderThanMs?: number | undefined;
+}
+
+export interface TrimResult {
+  removed: number;
+  /** The oldest seq still stored after trimming. */
+  firstSeq: number;
+}
+
 export interface StreamBounds {
   /** The oldest seq still stored (retention may have removed older ones); lastSeq + 1 if empty. */
   firstSeq: number;
@@ -102,6 +115,15 @@ export interface Store {
    * the tail: the chunks that end within the last `limit` bytes (Freight's semantics).
    */
   readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
+
+  /** Every topic ever written, the server's own (`_runs`) included. */
+  listTopics(): Promise<string[]>;
+  /**
+   * Retention: removes a topic's oldest entries by the policy. Entries are only ever removed
+   * from the start, so what remains stays gapless and `firstSeq` moves forward; `lastSeq` never
+   * changes. A viewer whose cursor points into removed entries is told with `gap retention`.
+   */
+  trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult>;
 
   close(): Promise<void>;
 }

@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { AppDeps } from './deps.js';
+
+/**
+ * GET /metrics in Prometheus' text format: the engine's counts and what its viewers hold, read
+ * at scrape time, plus the process's own (RSS, heap, event-loop lag). One registry per app, so
+ * several apps in one process (the tests) do not collide.
+ */
+export async function metricsRoutes(app: FastifyInstance, { hub }: AppDeps): Promise<void> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'tailwater_' });
+
+  const counter = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+
+  counter(
+    'tailwater_store_shared_reads_total',
+    'Store reads by the one reader of each stream.',
+    () => hub.stats.sharedReads,
+  );
+  counter(
+    'tailwater_store_catch_up_reads_total',
+    'Store reads by viewers catching up.',
+    () => hub.stats.catchUpReads,
+  );
+  counter(
+    'tailwater_slow_viewer_demotions_total',
+    'Live viewers sent back to paging from the store because their unsent bytes passed the cap.',
+    () => hub.stats.slowViewerDemotions,
+  );
+  new Counter({
+    name: 'tailwater_stream_ends_total',
+    help: 'Streams ended by the server, by reason.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of hub.stats.ends) this.inc({ reason }, count);
+    },
+  });
+  gauge('tailwater_stream_connections', 'Open stream connections.', () => hub.activeConnections);
+  gauge('tailwater_active_streams', 'Streams with at least one viewer.', () => hub.activeStreams);
+  gauge(
+    'tailwater_viewers_paging',
+    'Viewers being fed from the store rather than live.',
+    () => hub.snapshot().pagingViewers,
+  );
+  gauge(
+    'tailwater_viewer_pending_bytes',
+    'Bytes written to viewers but not yet sent, in all.',
+    () => hub.snapshot().pendingBytes,
+  );
+  gauge(
+    'tailwater_viewer_pending_bytes_max',
+    'The most bytes any one viewer has written but not yet sent.',
+    () => hub.snapshot().maxPendingBytes,
+  );
+
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}
