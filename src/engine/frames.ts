@@ -23,7 +23,11 @@ export type GapInfo = { reason: 'retention'; fromSeq: number; toSeq: number } | 
 export interface FrameEncoder {
   /** Sent once when the stream opens: a retry hint, a `connected` event… */
   open(): Buffer | null;
-  entry(entry: Entry): Buffer | null;
+  /**
+   * `replay` is true when the viewer is catching up (from the replay buffer or the store) rather
+   * than receiving the live fan-out; dialects that tell the two apart (OpenMetadata) use it.
+   */
+  entry(entry: Entry, replay: boolean): Buffer | null;
   /** Stands for filtered-out entries up to and including `seq`, so a reconnect skips them. */
   cursor(seq: number): Buffer | null;
   gap(gap: GapInfo): Buffer | null;

@@ -86,7 +86,7 @@ export class Hub {
     }
     if (this.connections >= this.settings.maxActiveConnections) {
       throw new TailwaterError(
-        'TW_CAPACITY',
+        'TW_TOO_MANY_CONNECTIONS',
         `The server is already serving the maximum number of stream connections (${this.settings.maxActiveConnections}). Retry shortly.`,
         RETRY_AFTER,
       );
@@ -97,7 +97,7 @@ export class Hub {
     if (!tailer || tailer.viewerCount === 0) {
       if (this.activeStreams >= this.settings.maxActiveStreams) {
         throw new TailwaterError(
-          'TW_CAPACITY',
+          'TW_TOO_MANY_STREAMS',
           `The server is already streaming the maximum number of streams (${this.settings.maxActiveStreams}). Retry shortly.`,
           RETRY_AFTER,
         );
@@ -105,7 +105,7 @@ export class Hub {
       tailer ??= this.createTailer(request.key);
     } else if (tailer.viewerCount >= this.settings.maxSubscribersPerStream) {
       throw new TailwaterError(
-        'TW_CAPACITY',
+        'TW_TOO_MANY_SUBSCRIBERS',
         `This stream has reached its subscriber cap (${this.settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
         RETRY_AFTER,
       );

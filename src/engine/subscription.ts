@@ -82,7 +82,7 @@ export class Subscription {
         continue;
       }
       skippedTo = 0;
-      this.send(this.encoder.entry(entry), now);
+      this.send(this.encoder.entry(entry, this.mode !== 'live'), now);
       this.cursor = entry.seq;
     }
     if (skippedTo > 0) this.send(this.encoder.cursor(skippedTo), now);

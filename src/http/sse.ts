@@ -48,6 +48,8 @@ export function commentBytes(text: string): Buffer {
 export class HttpViewerTransport implements ViewerTransport {
   constructor(private readonly res: ServerResponse) {
     res.writeHead(200, SSE_HEADERS);
+    // The stream is committed at once, even if the first frame takes a while.
+    res.flushHeaders();
     // Frames are small and latency matters more than packet count.
     res.socket?.setNoDelay(true);
   }

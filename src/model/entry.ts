@@ -14,6 +14,8 @@ export interface Entry {
   correlationId?: string;
   /** The producer's id, which makes appends idempotent. */
   id?: string;
+  /** Fields a seed system's producer sent that Tailwater has no column for (ZenML's index…). */
+  extra?: Record<string, unknown>;
 }
 
 /** An event as a producer sends it, before the store numbers it. */
@@ -23,6 +25,7 @@ export interface NewEvent {
   step?: string;
   correlationId?: string;
   id?: string;
+  extra?: Record<string, unknown> | undefined;
 }
 
 /** Log text as a producer sends it. */

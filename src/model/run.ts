@@ -28,6 +28,8 @@ export function isRunStatus(value: unknown): value is RunStatus {
 
 /** A run as the API shows it. Times are ISO-8601 strings; absent times are null. */
 export interface Run {
+  /** A UUID the server gave the run, unique across pipelines (ZenML and Freight name runs so). */
+  id: string;
   pipeline: string;
   runId: string;
   status: RunStatus;

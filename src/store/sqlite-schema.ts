@@ -12,6 +12,7 @@ CREATE TABLE IF NOT EXISTS streams (
 );
 
 CREATE TABLE IF NOT EXISTS runs (
+  id               TEXT    NOT NULL UNIQUE,
   pipeline         TEXT    NOT NULL,
   run_id           TEXT    NOT NULL,
   stream_id        INTEGER NOT NULL REFERENCES streams (id),
@@ -24,6 +25,7 @@ CREATE TABLE IF NOT EXISTS runs (
   PRIMARY KEY (pipeline, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_newest ON runs (pipeline, created_at DESC);
+CREATE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id);
 
 CREATE TABLE IF NOT EXISTS entries (
   stream_id      INTEGER NOT NULL,
@@ -35,6 +37,7 @@ CREATE TABLE IF NOT EXISTS entries (
   producer_id    TEXT,
   log_offset     INTEGER,
   body           TEXT    NOT NULL,
+  extra          TEXT,
   PRIMARY KEY (stream_id, seq)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS entries_producer_id

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -37,6 +38,7 @@ interface StreamRow {
 }
 
 interface RunRow {
+  id: string;
   pipeline: string;
   run_id: string;
   stream_id: number;
@@ -59,6 +61,7 @@ interface EntryRow {
   producer_id: string | null;
   log_offset: number | null;
   body: string;
+  extra: string | null;
 }
 
 /** A row about to be inserted, before its seq is known. */
@@ -70,11 +73,12 @@ interface PendingEntry {
   /** Log text, or the JSON of `data`. */
   body: string;
   isLog: boolean;
+  extra?: Record<string, unknown> | undefined;
 }
 
 const TRIM_ROWS_PER_TRANSACTION = 10_000;
 
-const RUN_COLUMNS = `r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
+const RUN_COLUMNS = `r.id, r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
   r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes`;
 
 /**
@@ -111,13 +115,13 @@ export class SqliteStore implements Store {
       ),
       insertEntry: db.prepare(
         `INSERT INTO entries (stream_id, seq, time, kind, step, correlation_id, producer_id,
-           log_offset, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           log_offset, body, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       seqOfProducerId: db.prepare<[number, string], { seq: number; log_offset: number | null }>(
         'SELECT seq, log_offset FROM entries WHERE stream_id = ? AND producer_id = ?',
       ),
       readEntries: db.prepare<[number, number, number], EntryRow>(
-        `SELECT seq, time, kind, step, correlation_id, producer_id, log_offset, body
+        `SELECT seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra
            FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
       logRange: db.prepare<[number, number, number], { log_offset: number; body: string }>(
@@ -148,8 +152,12 @@ export class SqliteStore implements Store {
         'SELECT pipeline, count(*) AS runs FROM runs GROUP BY pipeline ORDER BY pipeline',
       ),
       insertRun: db.prepare(
-        `INSERT INTO runs (pipeline, run_id, stream_id, status, created_at, started_at, ended_at, meta)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO runs (id, pipeline, run_id, stream_id, status, created_at, started_at,
+           ended_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      runsByRunIdOrId: db.prepare<[string, string], RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+          WHERE r.run_id = ? OR r.id = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 10`,
       ),
       // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
       topicKeys: db.prepare<[string, string], { key: string }>(
@@ -198,6 +206,10 @@ export class SqliteStore implements Store {
   async getRun(pipeline: string, runId: string): Promise<Run | undefined> {
     const row = this.stmt.getRun.get(pipeline, runId);
     return row && this.runFromRow(row);
+  }
+
+  async findRuns(runIdOrId: string): Promise<Run[]> {
+    return this.stmt.runsByRunIdOrId.all(runIdOrId, runIdOrId).map((row) => this.runFromRow(row));
   }
 
   async latestRun(pipeline: string): Promise<Run | undefined> {
@@ -249,7 +261,17 @@ export class SqliteStore implements Store {
     let changed = cancel;
     if (!existing) {
       const sid = this.streamRow(runKey(pipeline, runId)).id;
-      this.stmt.insertRun.run(pipeline, runId, sid, status, now, startedAt, endedAt, meta);
+      this.stmt.insertRun.run(
+        randomUUID(),
+        pipeline,
+        runId,
+        sid,
+        status,
+        now,
+        startedAt,
+        endedAt,
+        meta,
+      );
       changed = true;
     } else {
       this.stmt.updateRun.run(
@@ -372,6 +394,7 @@ export class SqliteStore implements Store {
           id: event.id,
           body: JSON.stringify(event.data ?? null),
           isLog: false,
+          extra: event.extra,
         });
       });
       const assigned = fresh.length > 0 ? this.insert(key, fresh, now) : [];
@@ -408,6 +431,7 @@ export class SqliteStore implements Store {
         entry.id ?? null,
         offset,
         entry.body,
+        entry.extra === undefined ? null : JSON.stringify(entry.extra),
       );
       seqs.push(seq);
     }
@@ -541,6 +565,7 @@ export class SqliteStore implements Store {
 
   private runFromRow(row: RunRow): Run {
     return {
+      id: row.id,
       pipeline: row.pipeline,
       runId: row.run_id,
       status: row.status,
@@ -570,5 +595,6 @@ function entryFromRow(row: EntryRow): Entry {
   if (row.step !== null) entry.step = row.step;
   if (row.correlation_id !== null) entry.correlationId = row.correlation_id;
   if (row.producer_id !== null) entry.id = row.producer_id;
+  if (row.extra !== null) entry.extra = JSON.parse(row.extra) as Record<string, unknown>;
   return entry;
 }

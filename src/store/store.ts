@@ -92,6 +92,11 @@ export interface Store {
   /** Creates or updates a run; a terminal run cannot go back (TW_STATUS_CONFLICT). */
   putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult>;
   getRun(pipeline: string, runId: string): Promise<Run | undefined>;
+  /**
+   * Runs whose run id, or server-given UUID, is `runIdOrId`, across every pipeline, newest
+   * first (for dialects whose clients name a run without its pipeline).
+   */
+  findRuns(runIdOrId: string): Promise<Run[]>;
   /** The most recently created run of a pipeline. */
   latestRun(pipeline: string): Promise<Run | undefined>;
   listPipelines(): Promise<PipelineSummary[]>;

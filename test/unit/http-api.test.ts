@@ -15,6 +15,7 @@ const TEXT_TYPE = { 'content-type': 'text/plain; charset=utf-8' };
 const KiB = 1024;
 
 const RUN_FIELDS = [
+  'id',
   'pipeline',
   'runId',
   'status',

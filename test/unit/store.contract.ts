@@ -490,6 +490,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           },
         );
         expect(run).toEqual({
+          id: expect.stringMatching(
+            /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+          ),
           pipeline: 'warehouse.ingest',
           runId: 'scheduled__2026-08-10T00:00:00+00:00',
           status: 'running',
@@ -701,6 +704,285 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         await store.requestCancel('p', 'r');
         const { run } = await store.putRun('p', 'r', { status: 'cancelled' });
         expect(run).toMatchObject({ status: 'cancelled', cancelRequested: true });
+      });
+    });
+
+    describe('retention', () => {
+      /** Appends `count` events whose data are their expected seqs, from `from`. */
+      const fill = async (key: StreamKey, count: number, from = 1) => {
+        const events = Array.from({ length: count }, (_, i) => event('k', from + i));
+        return (await store.appendEvents(key, events)).seqs;
+      };
+      /** Waits until the clock has moved past an entry's time, so the next write is younger. */
+      const clockPast = async (time: string) => {
+        const at = Date.parse(time);
+        while (Date.now() <= at) await new Promise((resolve) => setTimeout(resolve, 1));
+      };
+      /** `count` old entries, then (once the clock moved on) `fresh` newer ones; the cut-off time. */
+      const fillOldThenNew = async (key: StreamKey, old: number, fresh: number) => {
+        await fill(key, old);
+        await clockPast((await all(key)).at(-1)!.time);
+        await fill(key, fresh, old + 1);
+        return Date.parse((await all(key))[old]!.time);
+      };
+
+      it('trims a topic by count to its newest maxEntries: firstSeq moves forward, lastSeq stays', async () => {
+        const key = topicKey('prices');
+        await fill(key, 10);
+        expect(await store.trimTopic('prices', { maxEntries: 4 })).toEqual({
+          removed: 6,
+          firstSeq: 7,
+        });
+        expect(await store.bounds(key)).toEqual({ firstSeq: 7, lastSeq: 10, logBytes: 0 });
+        expect(await seqsOf(key)).toEqual([7, 8, 9, 10]);
+        expect(await dataOf(key)).toEqual([7, 8, 9, 10]);
+      });
+
+      it('trims a topic by age: removes the entries written before olderThanMs and keeps the rest', async () => {
+        const key = topicKey('prices');
+        const cutoff = await fillOldThenNew(key, 3, 2);
+        const oldest = Date.parse((await all(key))[0]!.time);
+        // An entry written exactly at the cut-off, or after it, is kept.
+        expect(await store.trimTopic('prices', { maxEntries: 0, olderThanMs: oldest })).toEqual({
+          removed: 0,
+          firstSeq: 1,
+        });
+        expect(await store.trimTopic('prices', { maxEntries: 0, olderThanMs: cutoff })).toEqual({
+          removed: 3,
+          firstSeq: 4,
+        });
+        expect(await store.bounds(key)).toEqual({ firstSeq: 4, lastSeq: 5, logBytes: 0 });
+        expect(await dataOf(key)).toEqual([4, 5]);
+      });
+
+      it('removes every entry when all are older than olderThanMs, leaving firstSeq = lastSeq + 1', async () => {
+        const key = topicKey('prices');
+        await fill(key, 5);
+        const future = Date.now() + 60_000;
+        expect(await store.trimTopic('prices', { maxEntries: 0, olderThanMs: future })).toEqual({
+          removed: 5,
+          firstSeq: 6,
+        });
+        expect(await store.bounds(key)).toEqual({ firstSeq: 6, lastSeq: 5, logBytes: 0 });
+        expect(await all(key)).toEqual([]);
+      });
+
+      it('applies count and age together, the stricter of the two deciding', async () => {
+        const byCount = topicKey('by-count');
+        const byAge = topicKey('by-age');
+        await fill(byCount, 6);
+        await fill(byAge, 6);
+        await clockPast((await all(byAge)).at(-1)!.time);
+        await fill(byCount, 4, 7);
+        await fill(byAge, 4, 7);
+        // Each topic's cut-off is the time of its first new entry: age alone keeps 7…10.
+        const countCutoff = Date.parse((await all(byCount))[6]!.time);
+        const ageCutoff = Date.parse((await all(byAge))[6]!.time);
+        // A count of 2 keeps fewer than age does.
+        expect(
+          await store.trimTopic('by-count', { maxEntries: 2, olderThanMs: countCutoff }),
+        ).toEqual({
+          removed: 8,
+          firstSeq: 9,
+        });
+        // A count of 8 alone would keep 3…10; age keeps fewer.
+        expect(await store.trimTopic('by-age', { maxEntries: 8, olderThanMs: ageCutoff })).toEqual({
+          removed: 6,
+          firstSeq: 7,
+        });
+        expect(await dataOf(byCount)).toEqual([9, 10]);
+        expect(await dataOf(byAge)).toEqual([7, 8, 9, 10]);
+        expect((await store.bounds(byCount)).lastSeq).toBe(10);
+        expect((await store.bounds(byAge)).lastSeq).toBe(10);
+      });
+
+      it('removes nothing with maxEntries 0 and no age, or with maxEntries at or above the count', async () => {
+        const key = topicKey('prices');
+        await fill(key, 5);
+        const kept = { removed: 0, firstSeq: 1 };
+        expect(await store.trimTopic('prices', { maxEntries: 0 })).toEqual(kept);
+        expect(await store.trimTopic('prices', { maxEntries: 5 })).toEqual(kept);
+        expect(await store.trimTopic('prices', { maxEntries: 1000 })).toEqual(kept);
+        expect(await seqsOf(key)).toEqual([1, 2, 3, 4, 5]);
+      });
+
+      it('removes nothing on a second trim by the same policy, nor on a looser one after it', async () => {
+        const key = topicKey('prices');
+        await fill(key, 10);
+        expect((await store.trimTopic('prices', { maxEntries: 3 })).removed).toBe(7);
+        expect(await store.trimTopic('prices', { maxEntries: 3 })).toEqual({
+          removed: 0,
+          firstSeq: 8,
+        });
+        // What was removed does not come back, and firstSeq never goes back.
+        expect(await store.trimTopic('prices', { maxEntries: 100 })).toEqual({
+          removed: 0,
+          firstSeq: 8,
+        });
+        expect(await store.trimTopic('prices', { maxEntries: 0, olderThanMs: 0 })).toEqual({
+          removed: 0,
+          firstSeq: 8,
+        });
+        expect(await store.bounds(key)).toEqual({ firstSeq: 8, lastSeq: 10, logBytes: 0 });
+        expect(await seqsOf(key)).toEqual([8, 9, 10]);
+      });
+
+      it('continues the seq after a trim: the next append takes lastSeq + 1, even after trimming everything', async () => {
+        const partly = topicKey('partly');
+        const wholly = topicKey('wholly');
+        await fill(partly, 6);
+        await fill(wholly, 6);
+        await store.trimTopic('partly', { maxEntries: 2 });
+        await store.trimTopic('wholly', { maxEntries: 0, olderThanMs: Date.now() + 60_000 });
+
+        expect(await fill(partly, 2, 7)).toEqual([7, 8]);
+        expect(await fill(wholly, 2, 7)).toEqual([7, 8]);
+        expect(await store.bounds(partly)).toEqual({ firstSeq: 5, lastSeq: 8, logBytes: 0 });
+        expect(await store.bounds(wholly)).toEqual({ firstSeq: 7, lastSeq: 8, logBytes: 0 });
+        expect(await dataOf(partly)).toEqual([5, 6, 7, 8]);
+        expect(await dataOf(wholly)).toEqual([7, 8]);
+        // A later trim counts from the new end.
+        expect(await store.trimTopic('partly', { maxEntries: 1 })).toEqual({
+          removed: 3,
+          firstSeq: 8,
+        });
+      });
+
+      it('reads from firstSeq when the cursor points into trimmed entries', async () => {
+        const key = topicKey('prices');
+        await fill(key, 10);
+        await store.trimTopic('prices', { maxEntries: 4 });
+        const read = async (afterSeq: number, limit = 100) =>
+          (await store.readEntries(key, { afterSeq, limit })).map((entry) => entry.seq);
+        expect(await read(0)).toEqual([7, 8, 9, 10]);
+        expect(await read(2)).toEqual([7, 8, 9, 10]);
+        expect(await read(6)).toEqual([7, 8, 9, 10]);
+        expect(await read(2, 2)).toEqual([7, 8]);
+        expect(await read(8)).toEqual([9, 10]);
+        expect(await read(10)).toEqual([]);
+      });
+
+      it('lists every topic ever written, the runs feed `_runs` included, and no runs', async () => {
+        expect(await store.listTopics()).toEqual([]);
+        await fill(topicKey('prices'), 1);
+        await fill(topicKey('price'), 1);
+        await fill(topicKey('iceberg.events'), 2);
+        expect([...(await store.listTopics())].sort()).toEqual([
+          'iceberg.events',
+          'price',
+          'prices',
+        ]);
+
+        await store.putRun('warehouse.ingest', 'r1', { status: 'running' });
+        await appendOne('etl.daily', 'r2', 'a log line\n');
+        await store.appendEvents(runKey('etl.daily', 'r2'), [event('progress', 1)]);
+        const topics = [...(await store.listTopics())].sort();
+        expect(topics).toEqual(['_runs', 'iceberg.events', 'price', 'prices']);
+        expect(topics).toContain(RUNS_FEED_TOPIC);
+
+        // A topic trimmed to nothing was still written: it is still listed.
+        await store.trimTopic('price', { maxEntries: 0, olderThanMs: Date.now() + 60_000 });
+        expect([...(await store.listTopics())].sort()).toEqual(topics);
+      });
+
+      it('trims nothing and creates nothing for a topic never written', async () => {
+        await fill(topicKey('prices'), 3);
+        expect(await store.trimTopic('ghost', { maxEntries: 1 })).toEqual({
+          removed: 0,
+          firstSeq: 1,
+        });
+        expect(
+          await store.trimTopic('ghost', { maxEntries: 1, olderThanMs: Date.now() + 60_000 }),
+        ).toEqual({ removed: 0, firstSeq: 1 });
+        expect(await store.listTopics()).toEqual(['prices']);
+        expect(await store.bounds(topicKey('ghost'))).toEqual({
+          firstSeq: 1,
+          lastSeq: 0,
+          logBytes: 0,
+        });
+        expect(await seqsOf(topicKey('prices'))).toEqual([1, 2, 3]);
+        // It can still be written later, from seq 1.
+        expect(await fill(topicKey('ghost'), 1)).toEqual([1]);
+      });
+
+      it('trims only the named topic: other topics and a run of the same name are untouched', async () => {
+        await store.putRun('prices', 'r', { status: 'running' });
+        await appendOne('prices', 'r', 'one\n');
+        await fill(runKey('prices', 'r'), 3, 3);
+        await fill(topicKey('prices'), 5);
+        await fill(topicKey('trades'), 5);
+        const runBefore = await all(runKey('prices', 'r'));
+        const feedBefore = await all(FEED);
+
+        expect(await store.trimTopic('prices', { maxEntries: 1 })).toEqual({
+          removed: 4,
+          firstSeq: 5,
+        });
+        expect(await seqsOf(topicKey('prices'))).toEqual([5]);
+        expect(await seqsOf(topicKey('trades'))).toEqual([1, 2, 3, 4, 5]);
+        expect(await all(runKey('prices', 'r'))).toEqual(runBefore);
+        expect(await all(FEED)).toEqual(feedBefore);
+        expect(await store.bounds(runKey('prices', 'r'))).toMatchObject({ firstSeq: 1 });
+      });
+
+      it('trims the runs feed like any topic, keeping the runs and their own streams', async () => {
+        for (const runId of ['r1', 'r2', 'r3']) {
+          await store.putRun('p', runId, { status: 'running' });
+          await store.putRun('p', runId, { status: 'success' });
+        }
+        expect((await store.bounds(FEED)).lastSeq).toBe(6);
+        expect(await store.trimTopic(RUNS_FEED_TOPIC, { maxEntries: 2 })).toEqual({
+          removed: 4,
+          firstSeq: 5,
+        });
+        expect(await seqsOf(FEED)).toEqual([5, 6]);
+        expect((await store.listRuns('p', { limit: 10 })).map((run) => run.status)).toEqual([
+          'success',
+          'success',
+          'success',
+        ]);
+        expect(await seqsOf(runKey('p', 'r1'))).toEqual([1, 2]);
+        // The feed goes on numbering where it was.
+        await store.putRun('p', 'r4', { status: 'running' });
+        expect(await seqsOf(FEED)).toEqual([5, 6, 7]);
+      });
+
+      it('trims tens of thousands of entries in one call, leaving exactly the newest maxEntries', async () => {
+        const key = topicKey('busy');
+        for (let batch = 0; batch < 25; batch += 1) await fill(key, 1000, batch * 1000 + 1);
+        expect(await store.trimTopic('busy', { maxEntries: 1500 })).toEqual({
+          removed: 23_500,
+          firstSeq: 23_501,
+        });
+        expect(await store.bounds(key)).toEqual({ firstSeq: 23_501, lastSeq: 25_000, logBytes: 0 });
+        const first = await store.readEntries(key, { afterSeq: 0, limit: 2 });
+        expect(first.map((entry) => entry.data)).toEqual([23_501, 23_502]);
+        expect(await store.readEntries(key, { afterSeq: 24_998, limit: 10 })).toHaveLength(2);
+      });
+
+      it('keeps a trim across a reopen: firstSeq stays forward and numbering continues', async (context) => {
+        const reopen = subject.reopen;
+        if (!reopen) {
+          context.skip();
+          return;
+        }
+        await fill(topicKey('prices'), 8);
+        await store.trimTopic('prices', { maxEntries: 3 });
+        await store.close();
+
+        store = await reopen();
+        expect(await store.bounds(topicKey('prices'))).toEqual({
+          firstSeq: 6,
+          lastSeq: 8,
+          logBytes: 0,
+        });
+        expect(await seqsOf(topicKey('prices'))).toEqual([6, 7, 8]);
+        expect(await store.listTopics()).toEqual(['prices']);
+        expect(await store.trimTopic('prices', { maxEntries: 3 })).toEqual({
+          removed: 0,
+          firstSeq: 6,
+        });
+        expect(await fill(topicKey('prices'), 1, 9)).toEqual([9]);
       });
     });
 
