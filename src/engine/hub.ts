@@ -15,7 +15,11 @@ import type { ViewerTransport } from './viewer-transport.js';
 
 /** Where a new viewer starts. */
 export type StartPosition =
-  { type: 'after'; seq: number } | { type: 'latest' } | { type: 'tail'; count: number };
+  | { type: 'after'; seq: number }
+  | { type: 'latest' }
+  | { type: 'tail'; count: number }
+  /** A cursor from elsewhere that this server cannot place: `gap reset`, then from the start. */
+  | { type: 'unplaceable' };
 
 export interface SubscribeRequest {
   key: StreamKey;
@@ -190,7 +194,9 @@ export class Hub {
     if (start.type === 'tail') {
       return { cursor: Math.max(bounds.firstSeq - 1, last - start.count) };
     }
-    if (start.seq > last) return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };
+    if (start.type === 'unplaceable' || start.seq > last) {
+      return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };
+    }
     if (start.seq < bounds.firstSeq - 1) {
       return {
         cursor: bounds.firstSeq - 1,

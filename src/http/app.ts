@@ -5,10 +5,14 @@ import { registerBodyParsers } from './body.js';
 import type { AppDeps } from './deps.js';
 import { registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
+import { freightRoutes } from './freight.js';
+import { icebergRoutes } from './iceberg.js';
 import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
+import { openMetadataRoutes } from './openmetadata.js';
 import { readRoutes } from './read.js';
 import { runRoutes } from './runs.js';
+import { zenmlRoutes } from './zenml.js';
 
 export interface BuildAppOptions {
   /** pino's level for the server log; 'silent' turns it off. */
@@ -36,5 +40,10 @@ export async function buildApp(
   await app.register(appendRoutes, deps);
   await app.register(readRoutes, deps);
   await app.register(nativeStreamRoutes, deps);
+  // One plugin per seed system's dialect, each only an encoder over the same engine.
+  await app.register(openMetadataRoutes, deps);
+  await app.register(zenmlRoutes, deps);
+  await app.register(freightRoutes, deps);
+  await app.register(icebergRoutes, deps);
   return app;
 }

@@ -24,6 +24,15 @@ export async function resolveRunId(store: Store, fqn: string, runId: string): Pr
   return latest.runId;
 }
 
+/**
+ * A run named without its pipeline (ZenML, Freight): by run id across pipelines, or by the UUID
+ * the server gave it; the newest match wins.
+ */
+export async function findRunAnywhere(store: Store, runIdOrId: string) {
+  validateRunId(runIdOrId);
+  return (await store.findRuns(runIdOrId))[0];
+}
+
 /** A repeatable, comma-separable list parameter: `kinds=a,b&kinds=c` → [a, b, c]. */
 export function parseList(query: Query, name: string): string[] | undefined {
   const raw = query[name];

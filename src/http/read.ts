@@ -74,11 +74,14 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
 export async function logPage(store: Store, key: StreamKey, offset: number, limit: number) {
   const chunks = await store.readLog(key, offset, limit);
   const last = chunks[chunks.length - 1];
-  return { chunks, nextOffset: last ? last.offset + last.size : offset };
+  return {
+    chunks: chunks.map(({ offset, size, text }) => ({ offset, size, text })),
+    nextOffset: last ? last.offset + last.size : offset,
+  };
 }
 
 /** The whole log, page by page, so a large log is never held in memory at once. */
-async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buffer> {
+export async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buffer> {
   let offset = 0;
   for (;;) {
     const chunks = await store.readLog(key, offset, MiB);
@@ -89,6 +92,6 @@ async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buffer> {
   }
 }
 
-function safeFileName(name: string): string {
+export function safeFileName(name: string): string {
   return name.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 200);
 }

@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   TW_RUN_NOT_FOUND: 404,
   TW_STATUS_CONFLICT: 409,
   TW_EVENT_TOO_LARGE: 413,
+  /** The ZenML dialect's answer to a batch it cannot take (FastAPI's validation status). */
+  TW_UNPROCESSABLE: 422,
   TW_BATCH_TOO_LARGE: 413,
   TW_BODY_TOO_LARGE: 413,
   TW_UNSUPPORTED_MEDIA_TYPE: 415,

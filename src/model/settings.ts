@@ -77,6 +77,21 @@ export const settingsSchema = z.strictObject({
   /** The largest log append accepted in one request; it is stored as chunks of ≤ maxEventBytes. */
   maxAppendBytes: bytes.default(8 * MiB),
 
+  // Dialects for the seed systems' clients
+  /** The pipeline that ZenML runs are filed under when a ZenML client names an unknown run. */
+  zenmlPipeline: z.string().min(1).max(256).default('zenml'),
+  /** The topic and kind the Iceberg dashboard dialect serves. */
+  icebergTopic: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,128}$/)
+    .default('iceberg'),
+  icebergKind: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+    .default('iceberg-mutation'),
+  /** Recent events a new Iceberg dashboard is sent on connect (the seed kept no history). */
+  icebergReplayOnConnect: z.number().int().nonnegative().default(50),
+
   // Producers
   runnerChunkBytes: bytes.default(4096),
   runnerFlushSeconds: seconds.positive().default(3),

@@ -124,8 +124,11 @@ export class SqliteStore implements Store {
         `SELECT seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra
            FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
-      logRange: db.prepare<[number, number, number], { log_offset: number; body: string }>(
-        `SELECT log_offset, body FROM entries
+      logRange: db.prepare<
+        [number, number, number],
+        { log_offset: number; body: string; time: number }
+      >(
+        `SELECT log_offset, body, time FROM entries
           WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
       ),
       logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
@@ -463,6 +466,11 @@ export class SqliteStore implements Store {
     }
   }
 
+  async seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined> {
+    const sid = this.knownStreamId(key);
+    return sid === undefined ? undefined : this.stmt.seqOfProducerId.get(sid, id)?.seq;
+  }
+
   async bounds(key: StreamKey): Promise<StreamBounds> {
     const sid = this.knownStreamId(key);
     const row = sid === undefined ? undefined : this.stmt.streamById.get(sid);
@@ -487,6 +495,7 @@ export class SqliteStore implements Store {
       offset: row.log_offset,
       size: Buffer.byteLength(row.body, 'utf8'),
       text: row.body,
+      time: new Date(row.time).toISOString(),
     }));
   }
 

@@ -54,6 +54,8 @@ export interface LogChunk {
   offset: number;
   size: number;
   text: string;
+  /** When the chunk was appended (ISO-8601). */
+  time: string;
 }
 
 export interface TrimPolicy {
@@ -114,6 +116,8 @@ export interface Store {
   appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult>;
 
   readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]>;
+  /** The seq of the entry a producer stored under `id` on this stream, if any. */
+  seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined>;
   bounds(key: StreamKey): Promise<StreamBounds>;
   /**
    * Whole log chunks whose offset is in [offset, offset + limit), in order. `offset = -1` reads

@@ -1,0 +1,224 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
+import type { Entry, NewEvent } from '../model/entry.js';
+import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
+import { RESERVED_KINDS } from '../model/names.js';
+import { runKey } from '../model/stream-key.js';
+import type { StreamKey } from '../model/stream-key.js';
+import type { AppDeps } from './deps.js';
+import { toTailwaterError } from './errors.js';
+import { streamTo } from './native.js';
+import { findRunAnywhere, parseList, parseStart } from './params.js';
+import { commentBytes, frameBytes } from './sse.js';
+
+/**
+ * ZenML's live event streaming (seed 003, CONFORMANCE.md): `event: <kind>` frames whose data is a
+ * `StreamEvent`, `cursor` frames for filtered events, `end` with `{}`, `: ping` heartbeats, and the
+ * batch publish endpoint. Unlike the original, nothing is dropped: a slow subscriber is paged from
+ * the store instead of getting `gap overflow`, and history outlives Redis' one-hour TTL.
+ */
+export const ZENML_PREFIX = '/compat/zenml/api/v1/runs';
+
+/** Each event's payload, before its 4 KiB envelope (ZenML's STREAM_EVENT_PAYLOAD_BYTES_MAX). */
+const PAYLOAD_BYTES_MAX = 64 * 1024;
+const ENVELOPE_BYTES = 4 * 1024;
+const BATCH_MAX = 1000;
+
+const streamEvent = z.object({
+  pipeline_run_id: z.string().min(1),
+  step_run_id: z.string().nullish(),
+  step_name: z.string().min(1).max(256).nullish(),
+  kind: z.string().default('event'),
+  correlation_id: z.string().min(1).max(256).nullish(),
+  index: z.number().int().nullish(),
+  payload: z.record(z.string(), z.unknown()).default({}),
+});
+
+/** The StreamEvent a ZenML subscriber expects, rebuilt from a Tailwater entry. */
+function toStreamEvent(entry: Entry, pipelineRunId: string): Record<string, unknown> {
+  const extra = entry.extra ?? {};
+  const payload =
+    entry.kind === 'log'
+      ? { text: entry.text, offset: entry.offset }
+      : typeof entry.data === 'object' && entry.data !== null && !Array.isArray(entry.data)
+        ? entry.data
+        : { value: entry.data };
+  return {
+    pipeline_run_id: pipelineRunId,
+    step_run_id: extra['step_run_id'] ?? null,
+    step_name: entry.step ?? null,
+    kind: entry.kind,
+    correlation_id: entry.correlationId ?? null,
+    index: extra['index'] ?? null,
+    payload,
+  };
+}
+
+export class ZenmlEncoder implements FrameEncoder {
+  // One frame per entry and run id as the client named it.
+  private static readonly frames = new WeakMap<Entry, Map<string, Buffer>>();
+
+  constructor(private readonly pipelineRunId: string) {}
+
+  open(): null {
+    return null;
+  }
+
+  entry(entry: Entry): Buffer {
+    let byRun = ZenmlEncoder.frames.get(entry);
+    let frame = byRun?.get(this.pipelineRunId);
+    if (!frame) {
+      frame = frameBytes({
+        id: entry.seq,
+        event: entry.kind,
+        data: JSON.stringify(toStreamEvent(entry, this.pipelineRunId)),
+      });
+      if (!byRun) ZenmlEncoder.frames.set(entry, (byRun = new Map()));
+      byRun.set(this.pipelineRunId, frame);
+    }
+    return frame;
+  }
+
+  cursor(seq: number): Buffer {
+    return frameBytes({ id: seq, event: 'cursor', data: '{}' });
+  }
+
+  gap(gap: GapInfo): Buffer {
+    return frameBytes({ event: 'gap', data: JSON.stringify(gap) });
+  }
+
+  /**
+   * `end` means "the run is over" to a ZenML client, which then stops. So only a finished run
+   * (and, as in the original, a shutdown, after `gap shutdown`) sends it; the other limits close
+   * the body without `end`, and the client's EventSource resumes with Last-Event-ID.
+   */
+  end(end: EndInfo): Buffer | null {
+    if (end.reason === 'runFinished') return frameBytes({ event: 'end', data: '{}' });
+    if (end.reason === 'shutdown') {
+      return Buffer.concat([
+        frameBytes({ event: 'gap', data: JSON.stringify({ reason: 'shutdown' }) }),
+        frameBytes({ event: 'end', data: '{}' }),
+      ]);
+    }
+    return null;
+  }
+
+  error(): Buffer {
+    return frameBytes({ event: 'error', data: JSON.stringify({ reason: 'stream_failed' }) });
+  }
+
+  heartbeat(): Buffer {
+    return commentBytes('ping');
+  }
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const { store, hub, ingest, settings } = deps;
+
+  // ZenML's server is FastAPI: its clients read `detail`. The Tailwater error rides along.
+  app.setErrorHandler((error, _request, reply) => {
+    const tw = toTailwaterError(error);
+    void reply
+      .code(ERROR_STATUS[tw.code])
+      .headers(tw.headers)
+      .send({ detail: tw.message, error: { code: tw.code, message: tw.message } });
+  });
+
+  /** The run a ZenML client names; an unknown one is filed under the zenmlPipeline setting. */
+  const keyOf = async (runId: string): Promise<StreamKey> => {
+    const run = await findRunAnywhere(store, runId);
+    return run ? runKey(run.pipeline, run.runId) : runKey(settings.zenmlPipeline, runId);
+  };
+
+  app.post(
+    `${ZENML_PREFIX}/:runId/events`,
+    { bodyLimit: BATCH_MAX * (PAYLOAD_BYTES_MAX + ENVELOPE_BYTES) * 2 },
+    async (request) => {
+      const runId = (request.params as { runId: string }).runId;
+      const body = request.body as { events?: unknown } | undefined;
+      if (!body || !Array.isArray(body.events)) {
+        throw new TailwaterError(
+          'TW_BAD_REQUEST',
+          'The body must be {"events": [StreamEvent, …]}.',
+        );
+      }
+      if (body.events.length > BATCH_MAX) {
+        throw new TailwaterError(
+          'TW_UNPROCESSABLE',
+          `A batch holds at most ${BATCH_MAX} events (was ${body.events.length}).`,
+        );
+      }
+      if (body.events.length === 0) return { count: 0, last_id: null };
+      const events: NewEvent[] = body.events.map((raw, index) => {
+        const parsed = streamEvent.safeParse(raw);
+        if (!parsed.success) {
+          throw new TailwaterError(
+            'TW_UNPROCESSABLE',
+            `events[${index}]: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+          );
+        }
+        const event = parsed.data;
+        if (event.pipeline_run_id !== runId) {
+          throw new TailwaterError(
+            'TW_BAD_REQUEST',
+            `events[${index}]: pipeline_run_id ${event.pipeline_run_id} does not match the run ${runId}.`,
+          );
+        }
+        if (RESERVED_KINDS.has(event.kind)) {
+          throw new TailwaterError(
+            'TW_RESERVED_KIND',
+            `events[${index}]: kind "${event.kind}" is reserved.`,
+          );
+        }
+        const size = Buffer.byteLength(JSON.stringify(event), 'utf8');
+        if (size > PAYLOAD_BYTES_MAX + ENVELOPE_BYTES) {
+          throw new TailwaterError(
+            'TW_EVENT_TOO_LARGE',
+            `Event exceeds ${PAYLOAD_BYTES_MAX + ENVELOPE_BYTES} bytes (was ${size}).`,
+          );
+        }
+        const extra: Record<string, unknown> = {};
+        if (event.step_run_id != null) extra['step_run_id'] = event.step_run_id;
+        if (event.index != null) extra['index'] = event.index;
+        return {
+          kind: event.kind,
+          data: event.payload,
+          step: event.step_name ?? undefined,
+          correlationId: event.correlation_id ?? undefined,
+          extra: Object.keys(extra).length > 0 ? extra : undefined,
+        };
+      });
+      const { seqs } = await ingest.appendEvents(await keyOf(runId), events);
+      return { count: events.length, last_id: String(Math.max(...seqs)) };
+    },
+  );
+
+  app.get(`${ZENML_PREFIX}/:runId/events/stream`, async (request, reply) => {
+    const runId = (request.params as { runId: string }).runId;
+    const query = request.query as Query;
+    const key = await keyOf(runId);
+    const start = parseStart(request.headers['last-event-id'], {
+      ...(query['since'] !== undefined ? { since: query['since'] } : {}),
+    });
+    const filter = {
+      kinds: parseList(query, 'kinds'),
+      steps: parseList(query, 'step_names'),
+      correlationIds: parseList(query, 'correlation_ids'),
+    };
+    try {
+      await streamTo(hub, reply, key, start, filter, new ZenmlEncoder(runId));
+    } catch (error) {
+      if (error instanceof TailwaterError && error.code === 'TW_TOO_MANY_SUBSCRIBERS') {
+        throw new TailwaterError(
+          error.code,
+          `This pipeline run has reached the per-run subscriber cap (${settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
+          error.headers,
+        );
+      }
+      throw error;
+    }
+  });
+}
