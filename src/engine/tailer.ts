@@ -305,8 +305,13 @@ export class Tailer {
         continue;
       }
       if (page.length === 0) {
-        // The store has nothing past the cursor although `top` is ahead: only retention can do
-        // that, and the live fan-out will carry on from here.
+        // The store has nothing past the cursor although `top` is ahead: retention removed it
+        // all. Say so now (a quiet topic may not write again for a long time), then go live.
+        subscription.gap(
+          { reason: 'retention', fromSeq: subscription.cursor + 1, toSeq: this.top },
+          this.now(),
+        );
+        subscription.cursor = this.top;
         this.goLive(subscription, this.now());
         return;
       }

@@ -45,20 +45,20 @@ export class RetentionLoop {
 
   /** One pass over every topic; resolves with the number of entries removed. */
   runOnce(): Promise<number> {
-    this.running ??= (async () => {
-      let removed = 0;
-      try {
-        for (const topic of await this.store.listTopics()) {
-          const policy = retentionPolicy(topic, this.settings, this.now());
-          if (policy.maxEntries === 0 && policy.olderThanMs === undefined) continue;
-          removed += (await this.store.trimTopic(topic, policy)).removed;
-        }
-      } finally {
-        this.running = undefined;
-      }
-      return removed;
-    })();
+    this.running ??= this.pass().finally(() => {
+      this.running = undefined;
+    });
     return this.running;
+  }
+
+  private async pass(): Promise<number> {
+    let removed = 0;
+    for (const topic of await this.store.listTopics()) {
+      const policy = retentionPolicy(topic, this.settings, this.now());
+      if (policy.maxEntries === 0 && policy.olderThanMs === undefined) continue;
+      removed += (await this.store.trimTopic(topic, policy)).removed;
+    }
+    return removed;
   }
 
   async stop(): Promise<void> {

@@ -172,7 +172,9 @@ export class SqliteStore implements Store {
       deleteBefore: db.prepare<[number, number, number]>(
         'DELETE FROM entries WHERE stream_id = ? AND seq >= ? AND seq < ?',
       ),
-      setFirstSeq: db.prepare<[number, number]>('UPDATE streams SET first_seq = ? WHERE id = ?'),
+      setFirstSeq: db.prepare<[number, number]>(
+        'UPDATE streams SET first_seq = max(first_seq, ?) WHERE id = ?',
+      ),
       updateRun: db.prepare(
         `UPDATE runs SET status = ?, started_at = ?, ended_at = ?, meta = ?, cancel_requested = ?
           WHERE pipeline = ? AND run_id = ?`,
@@ -517,7 +519,8 @@ export class SqliteStore implements Store {
       cut = Math.max(cut, keep ? keep.seq : row.last_seq + 1);
     }
     let removed = 0;
-    // Small transactions, so appends to the topic are never held up for long.
+    // Small transactions with a turn of the event loop between them, so appends, fan-out and
+    // heartbeats carry on while a large topic is trimmed.
     for (let from = row.first_seq; from < cut; from += TRIM_ROWS_PER_TRANSACTION) {
       const to = Math.min(cut, from + TRIM_ROWS_PER_TRANSACTION);
       removed += this.write(() => {
@@ -525,6 +528,7 @@ export class SqliteStore implements Store {
         this.stmt.setFirstSeq.run(to, sid);
         return changes;
       });
+      if (to < cut) await new Promise((resolve) => setImmediate(resolve));
     }
     return { removed, firstSeq: cut };
   }
