@@ -120,7 +120,7 @@ export class Hub {
     try {
       await tailer.ready;
       await tailer.sync();
-      const { cursor, gap } = await this.resolveStart(tailer, request.start);
+      const { cursor, gap } = await this.resolveStart(tailer, request.start, request.filter?.kinds);
       if (this.closing) {
         throw new TailwaterError('TW_SHUTTING_DOWN', 'The server is shutting down.', RETRY_AFTER);
       }
@@ -187,12 +187,16 @@ export class Hub {
   private async resolveStart(
     tailer: Tailer,
     start: StartPosition,
+    kinds: readonly string[] | undefined,
   ): Promise<{ cursor: number; gap?: GapInfo }> {
     if (start.type === 'latest') return { cursor: tailer.top };
     const bounds = await this.store.bounds(tailer.key);
     const last = Math.max(bounds.lastSeq, tailer.top);
     if (start.type === 'tail') {
-      return { cursor: Math.max(bounds.firstSeq - 1, last - start.count) };
+      // The last N entries the viewer will see: counted among the kinds it asked for.
+      if (start.count === 0) return { cursor: last };
+      const nth = await this.store.nthLatestSeq(tailer.key, start.count, kinds);
+      return { cursor: nth === undefined ? bounds.firstSeq - 1 : nth - 1 };
     }
     if (start.type === 'unplaceable' || start.seq > last) {
       return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };

@@ -50,7 +50,8 @@ export class Ingest {
     if (log.text.length === 0) {
       throw new TailwaterError('TW_BAD_REQUEST', 'The log text is empty.');
     }
-    checkWellFormed('', { text: log.text, step: log.step, id: log.id });
+    checkWellFormed('', { text: log.text });
+    checkLabels('', { step: log.step, id: log.id });
     const pieces = splitLogText(log.text, this.settings.maxEventBytes);
     const chunks = pieces.map((text, index) => ({
       text,
@@ -76,7 +77,7 @@ export class Ingest {
   }
 
   private checkEvent(event: NewEvent, index: number): void {
-    checkWellFormed(`events[${index}].`, {
+    checkLabels(`events[${index}].`, {
       step: event.step,
       correlationId: event.correlationId,
       id: event.id,
@@ -101,6 +102,25 @@ export class Ingest {
   private ring<T extends { written: Written[] }>(result: T): T {
     for (const { key, seq } of result.written) this.bus.notify(streamId(key), seq);
     return result;
+  }
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Steps, correlation ids and producer ids end up in SSE `id:` lines, headers and logs: like
+ * names, they must be well-formed text without control characters.
+ */
+function checkLabels(prefix: string, fields: Record<string, string | undefined>): void {
+  checkWellFormed(prefix, fields);
+  for (const [name, value] of Object.entries(fields)) {
+    if (value !== undefined && CONTROL.test(value)) {
+      throw new TailwaterError(
+        'TW_BAD_NAME',
+        `${prefix}${name} must not contain control characters (line breaks included).`,
+      );
+    }
   }
 }
 

@@ -82,7 +82,20 @@ export class Subscription {
         continue;
       }
       skippedTo = 0;
-      this.send(this.encoder.entry(entry, this.mode !== 'live'), now);
+      let frame: Buffer | null;
+      try {
+        frame = this.encoder.entry(entry, this.mode !== 'live');
+      } catch (error) {
+        // A frame the dialect cannot encode must not take the stream's reader (and every other
+        // viewer) down with it: this viewer is told, and the others carry on.
+        this.fail(
+          'TW_INTERNAL',
+          `Entry ${entry.seq} could not be encoded: ${(error as Error).message}`,
+          now,
+        );
+        return;
+      }
+      this.send(frame, now);
       this.cursor = entry.seq;
     }
     if (skippedTo > 0) this.send(this.encoder.cursor(skippedTo), now);

@@ -32,7 +32,8 @@ export class IcebergEncoder implements FrameEncoder {
     let frame = frames.get(entry);
     if (!frame) {
       frame = frameBytes({
-        id: entry.id ?? String(entry.seq),
+        // Ingest refuses line breaks in ids; the seq stands in should one get through anyway.
+        id: entry.id !== undefined && !/[\r\n]/.test(entry.id) ? entry.id : String(entry.seq),
         event: this.kind,
         data: JSON.stringify(entry.data),
       });
@@ -74,8 +75,16 @@ export async function icebergRoutes(
     const lastEventId = Array.isArray(header) ? header[0] : header;
     let start: StartPosition = { type: 'tail', count: settings.icebergReplayOnConnect };
     if (lastEventId) {
-      // The eventId is the producer id the event was stored under.
-      const seq = await store.seqOfProducerId(key, lastEventId);
+      // The eventId is the producer id the event was stored under; an event stored without one
+      // was sent with its seq as the id.
+      let seq = await store.seqOfProducerId(key, lastEventId);
+      if (seq === undefined && /^\d{1,15}$/.test(lastEventId)) {
+        const [entry] = await store.readEntries(key, {
+          afterSeq: Number(lastEventId) - 1,
+          limit: 1,
+        });
+        if (entry && entry.seq === Number(lastEventId) && entry.id === undefined) seq = entry.seq;
+      }
       if (seq !== undefined) start = { type: 'after', seq };
     }
     await streamTo(

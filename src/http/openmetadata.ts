@@ -186,11 +186,11 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
       kinds: ['log'],
       maxBytes: 4 * 1024 * 1024,
     });
-    const more =
-      entries.length > limit ||
-      entries.reduce((n, e) => n + (e.text?.length ?? 0), 0) >= 4 * 1024 * 1024;
     const page = entries.slice(0, limit);
     const last = page[page.length - 1];
+    // More follows if this page ends before the end of the log (in bytes, as offsets are).
+    const end = last ? (last.offset ?? 0) + Buffer.byteLength(last.text ?? '', 'utf8') : 0;
+    const more = end < run.logBytes;
     return {
       ingestion_task: page.map((e) => e.text ?? '').join(''),
       ...(more && last ? { after: String(last.seq) } : {}),

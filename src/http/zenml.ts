@@ -173,11 +173,19 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
             `events[${index}]: kind "${event.kind}" is reserved.`,
           );
         }
+        // The original's two checks, in its words: the whole event, then its payload.
         const size = Buffer.byteLength(JSON.stringify(event), 'utf8');
         if (size > PAYLOAD_BYTES_MAX + ENVELOPE_BYTES) {
           throw new TailwaterError(
             'TW_EVENT_TOO_LARGE',
             `Event exceeds ${PAYLOAD_BYTES_MAX + ENVELOPE_BYTES} bytes (was ${size}).`,
+          );
+        }
+        const payloadSize = Buffer.byteLength(JSON.stringify(event.payload), 'utf8');
+        if (payloadSize > settings.maxEventBytes) {
+          throw new TailwaterError(
+            'TW_EVENT_TOO_LARGE',
+            `Event exceeds ${settings.maxEventBytes} bytes (was ${payloadSize}).`,
           );
         }
         const extra: Record<string, unknown> = {};

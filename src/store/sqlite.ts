@@ -468,6 +468,24 @@ export class SqliteStore implements Store {
     }
   }
 
+  async nthLatestSeq(
+    key: StreamKey,
+    n: number,
+    kinds?: readonly string[],
+  ): Promise<number | undefined> {
+    const sid = this.knownStreamId(key);
+    if (sid === undefined || n < 1) return undefined;
+    const kindFilter =
+      kinds && kinds.length > 0 ? `AND kind IN (${kinds.map(() => '?').join(',')})` : '';
+    // Walks the primary key backwards from the newest entry: cheap for the small n it is used for.
+    const row = this.db
+      .prepare<unknown[], { seq: number }>(
+        `SELECT seq FROM entries WHERE stream_id = ? ${kindFilter} ORDER BY seq DESC LIMIT 1 OFFSET ?`,
+      )
+      .get(sid, ...(kinds ?? []), n - 1);
+    return row?.seq;
+  }
+
   async seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined> {
     const sid = this.knownStreamId(key);
     return sid === undefined ? undefined : this.stmt.seqOfProducerId.get(sid, id)?.seq;

@@ -116,6 +116,11 @@ export interface Store {
   appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult>;
 
   readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]>;
+  /**
+   * The seq of the n-th newest entry (of `kinds`, if given), for "the last n entries"; undefined
+   * when the stream holds fewer than n such entries.
+   */
+  nthLatestSeq(key: StreamKey, n: number, kinds?: readonly string[]): Promise<number | undefined>;
   /** The seq of the entry a producer stored under `id` on this stream, if any. */
   seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined>;
   bounds(key: StreamKey): Promise<StreamBounds>;

@@ -441,6 +441,44 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
     });
 
+    describe('lookups by position and producer id', () => {
+      it('finds the seq of the n-th newest entry, among given kinds, or nothing when too few', async () => {
+        const key = topicKey('nth');
+        await store.appendEvents(key, [
+          event('a', 1),
+          event('b', 2),
+          event('a', 3),
+          event('b', 4),
+          event('a', 5),
+        ]);
+        expect(await store.nthLatestSeq(key, 1)).toBe(5);
+        expect(await store.nthLatestSeq(key, 5)).toBe(1);
+        expect(await store.nthLatestSeq(key, 6)).toBeUndefined();
+        expect(await store.nthLatestSeq(key, 2, ['b'])).toBe(2);
+        expect(await store.nthLatestSeq(key, 3, ['a'])).toBe(1);
+        expect(await store.nthLatestSeq(key, 3, ['b'])).toBeUndefined();
+        expect(await store.nthLatestSeq(topicKey('never-written'), 1)).toBeUndefined();
+      });
+
+      it('finds the seq an entry was stored under by its producer id', async () => {
+        const key = topicKey('ids');
+        await store.appendEvents(key, [event('a', 1, { id: 'x' }), event('a', 2, { id: 'y' })]);
+        expect(await store.seqOfProducerId(key, 'y')).toBe(2);
+        expect(await store.seqOfProducerId(key, 'z')).toBeUndefined();
+        expect(await store.seqOfProducerId(topicKey('other'), 'y')).toBeUndefined();
+      });
+
+      it('finds runs by run id across pipelines, or by their server id, newest first', async () => {
+        const first = (await store.putRun('p1', 'shared', { status: 'running' })).run;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const second = (await store.putRun('p2', 'shared', { status: 'running' })).run;
+        expect((await store.findRuns('shared')).map((run) => run.pipeline)).toEqual(['p2', 'p1']);
+        expect((await store.findRuns(first.id)).map((run) => run.pipeline)).toEqual(['p1']);
+        expect(second.id).not.toBe(first.id);
+        expect(await store.findRuns('nobody')).toEqual([]);
+      });
+    });
+
     describe('readLog', () => {
       const run = runKey('freight', 'task-1');
       async function helloWorld(): Promise<void> {
