@@ -7,3 +7,4 @@ export { MemoryBus } from './bus/memory.js';
 export * from './engine/index.js';
 export { buildApp } from './http/app.js';
 export { startServer } from './cli/server.js';
+export * from './client/index.js';

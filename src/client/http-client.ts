@@ -1,0 +1,168 @@
+import type { Entry, NewEvent } from '../model/entry.js';
+import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import { TailwaterClientError } from './errors.js';
+
+export interface ClientOptions {
+  /** Base URL of the server; default `TAILWATER_SERVER` or http://127.0.0.1:8585. */
+  server?: string | undefined;
+  /** Bearer token; default `TAILWATER_TOKEN`. */
+  token?: string | undefined;
+  /** Per-request timeout in milliseconds (default 30 s). */
+  timeoutMs?: number | undefined;
+}
+
+/** Where events go: a pipeline run, or a topic. */
+export type Target = { pipeline: string; runId: string } | { topic: string };
+
+export interface AppendLogResult {
+  seq: number;
+  firstSeq: number;
+  offset: number;
+  size: number;
+  duplicate: boolean;
+}
+
+export interface AppendEventsResult {
+  first: number;
+  last: number;
+  duplicates: number;
+  seqs: number[];
+}
+
+export function resolveServer(server?: string): string {
+  return (server ?? process.env['TAILWATER_SERVER'] ?? 'http://127.0.0.1:8585').replace(/\/+$/, '');
+}
+
+export function runPath(pipeline: string, runId: string): string {
+  return `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs/${encodeURIComponent(runId)}`;
+}
+
+export function targetPath(target: Target): string {
+  return 'topic' in target
+    ? `/api/v1/topics/${encodeURIComponent(target.topic)}`
+    : runPath(target.pipeline, target.runId);
+}
+
+/**
+ * Thin typed calls over Tailwater's HTTP API. Every method resolves once the server answered
+ * (for writes: once the data is durable) and throws a TailwaterClientError otherwise.
+ */
+export class TailwaterClient {
+  readonly server: string;
+  readonly token: string | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(options: ClientOptions = {}) {
+    this.server = resolveServer(options.server);
+    this.token = options.token ?? process.env['TAILWATER_TOKEN'] ?? undefined;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Headers every request carries (the token, if any). */
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}`, ...extra } : extra;
+  }
+
+  appendLog(
+    pipeline: string,
+    runId: string,
+    text: string,
+    options: { step?: string | undefined; id?: string | undefined } = {},
+  ): Promise<AppendLogResult> {
+    return this.request('POST', `${runPath(pipeline, runId)}/logs`, { text, ...options });
+  }
+
+  appendEvents(target: Target, events: readonly NewEvent[]): Promise<AppendEventsResult> {
+    return this.request('POST', `${targetPath(target)}/events`, { events });
+  }
+
+  setStatus(
+    pipeline: string,
+    runId: string,
+    status: RunStatus,
+    meta?: Record<string, unknown>,
+  ): Promise<Run> {
+    return this.request('PUT', runPath(pipeline, runId), meta ? { status, meta } : { status });
+  }
+
+  getRun(pipeline: string, runId: string): Promise<Run> {
+    return this.request('GET', runPath(pipeline, runId));
+  }
+
+  cancel(pipeline: string, runId: string): Promise<Run> {
+    return this.request('POST', `${runPath(pipeline, runId)}/cancel`);
+  }
+
+  async listPipelines(): Promise<PipelineSummary[]> {
+    return (await this.request<{ pipelines: PipelineSummary[] }>('GET', '/api/v1/pipelines'))
+      .pipelines;
+  }
+
+  async listRuns(
+    pipeline: string,
+    options: { status?: RunStatus; limit?: number } = {},
+  ): Promise<Run[]> {
+    const query = new URLSearchParams();
+    if (options.status) query.set('status', options.status);
+    if (options.limit) query.set('limit', String(options.limit));
+    const suffix = query.size > 0 ? `?${query}` : '';
+    return (
+      await this.request<{ runs: Run[] }>(
+        'GET',
+        `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs${suffix}`,
+      )
+    ).runs;
+  }
+
+  async entries(
+    target: Target,
+    after = 0,
+    limit = 1000,
+  ): Promise<{ entries: Entry[]; next: number; hasMore: boolean }> {
+    return this.request('GET', `${targetPath(target)}/entries?after=${after}&limit=${limit}`);
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.server}${path}`, {
+        method,
+        headers: this.headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      throw new TailwaterClientError(
+        `Cannot reach the Tailwater server at ${this.server}: ${describeFetchError(error)}`,
+        0,
+      );
+    }
+    const text = await response.text();
+    if (!response.ok) throw errorFromResponse(response, text);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+}
+
+export function errorFromResponse(response: Response, text: string): TailwaterClientError {
+  let code: string | undefined;
+  let message = `${response.status} ${response.statusText}`;
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string } };
+    code = body.error?.code;
+    if (body.error?.message) message = body.error.message;
+  } catch {
+    // not a Tailwater error body
+  }
+  const retryAfter = Number(response.headers.get('retry-after'));
+  return new TailwaterClientError(
+    message,
+    response.status,
+    code,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  );
+}
+
+export function describeFetchError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
+}

@@ -1,0 +1,9 @@
+export { backoffDelay } from './backoff.js';
+export type { BackoffOptions } from './backoff.js';
+export { TailwaterClientError } from './errors.js';
+export { TailwaterClient } from './http-client.js';
+export type { AppendEventsResult, AppendLogResult, ClientOptions, Target } from './http-client.js';
+export { Publisher } from './publisher.js';
+export type { PublisherOptions, PublishOptions } from './publisher.js';
+export { tail } from './tail.js';
+export type { EndFrame, GapFrame, TailEvent, TailOptions } from './tail.js';

@@ -1,0 +1,137 @@
+import { createParser } from 'eventsource-parser';
+import type { EventSourceMessage } from 'eventsource-parser';
+import type { Entry } from '../model/entry.js';
+import type { BackoffOptions } from './backoff.js';
+import { backoffDelay, sleep } from './backoff.js';
+import { TailwaterClientError } from './errors.js';
+import type { ClientOptions, Target } from './http-client.js';
+import {
+  describeFetchError,
+  errorFromResponse,
+  TailwaterClient,
+  targetPath,
+} from './http-client.js';
+
+export interface EndFrame {
+  reason: string;
+  status?: string;
+  lastSeq: number;
+}
+
+export type GapFrame =
+  { reason: 'retention'; fromSeq: number; toSeq: number } | { reason: 'reset' };
+
+/** What `tail()` yields: entries, and the two things a viewer must be told out loud. */
+export type TailEvent =
+  | { type: 'entry'; entry: Entry }
+  | { type: 'gap'; gap: GapFrame }
+  | { type: 'end'; end: EndFrame }
+  /** The stream was cut; `tail()` reconnects with its cursor after `delayMs`. */
+  | { type: 'reconnecting'; attempt: number; delayMs: number; reason: string };
+
+export interface TailOptions extends ClientOptions {
+  /** A run (`latest` allowed as runId), a topic, or `'runs'` for the runs feed. */
+  target: Target | 'runs';
+  /** Start after this seq (a saved cursor). */
+  after?: number | undefined;
+  /** `latest`: only what is written from now on. Ignored when `after` is given. */
+  from?: 'start' | 'latest' | undefined;
+  /** Start with the last N entries. */
+  tail?: number | undefined;
+  kinds?: readonly string[] | undefined;
+  steps?: readonly string[] | undefined;
+  correlationIds?: readonly string[] | undefined;
+  signal?: AbortSignal | undefined;
+  /** Consecutive failed connections before giving up (default 5). */
+  maxRetries?: number | undefined;
+  backoff?: BackoffOptions | undefined;
+}
+
+/**
+ * Follows a stream as an async iterator. Built on fetch and eventsource-parser, so it can send
+ * `Authorization`. When the connection is cut it reconnects with `Last-Event-ID` (capped
+ * exponential backoff, honouring Retry-After) and the stream resumes exactly where it was; it
+ * gives up, throwing, after `maxRetries` consecutive failures. It ends after yielding `end`.
+ */
+export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, void, undefined> {
+  const client = new TailwaterClient(options);
+  const path =
+    options.target === 'runs' ? '/api/v1/runs/stream' : `${targetPath(options.target)}/stream`;
+  const maxRetries = options.maxRetries ?? 5;
+  let cursor = options.after;
+  let failures = 0;
+
+  while (!options.signal?.aborted) {
+    const url = new URL(`${client.server}${path}`);
+    for (const [name, values] of [
+      ['kinds', options.kinds],
+      ['steps', options.steps],
+      ['correlationIds', options.correlationIds],
+    ] as const) {
+      if (values && values.length > 0) url.searchParams.set(name, values.join(','));
+    }
+    const headers = client.headers({ accept: 'text/event-stream' });
+    if (cursor !== undefined) headers['last-event-id'] = String(cursor);
+    else if (options.tail !== undefined) url.searchParams.set('tail', String(options.tail));
+    else if (options.from === 'latest') url.searchParams.set('from', 'latest');
+
+    let failure: string;
+    let retryAfterMs: number | undefined;
+    let progressed = false;
+    try {
+      const response = await fetch(url, { headers, signal: options.signal });
+      if (!response.ok) {
+        const error = errorFromResponse(response, await response.text());
+        if (!error.retryable) throw error;
+        retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
+        failure = error.message;
+      } else {
+        const pending: EventSourceMessage[] = [];
+        const parser = createParser({ onEvent: (message) => pending.push(message) });
+        const decoder = new TextDecoder();
+        let ended = false;
+        failure = 'the stream was cut';
+        for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+          parser.feed(decoder.decode(chunk, { stream: true }));
+          for (const message of pending.splice(0)) {
+            progressed = true;
+            if (message.id !== undefined && /^\d+$/.test(message.id)) cursor = Number(message.id);
+            const event = message.event ?? 'message';
+            if (event === 'cursor') continue;
+            if (event === 'end') {
+              yield { type: 'end', end: JSON.parse(message.data) as EndFrame };
+              ended = true;
+              break;
+            }
+            if (event === 'gap') {
+              yield { type: 'gap', gap: JSON.parse(message.data) as GapFrame };
+              continue;
+            }
+            if (event === 'error') {
+              failure =
+                (JSON.parse(message.data) as { message?: string }).message ?? 'stream error';
+              break;
+            }
+            yield { type: 'entry', entry: JSON.parse(message.data) as Entry };
+          }
+          if (ended) return;
+          if (failure !== 'the stream was cut') break;
+        }
+      }
+    } catch (error) {
+      if (error instanceof TailwaterClientError) throw error;
+      if (options.signal?.aborted) return;
+      failure = describeFetchError(error);
+    }
+    failures = progressed ? 1 : failures + 1;
+    if (failures > maxRetries) {
+      throw new TailwaterClientError(
+        `Gave up following the stream after ${maxRetries} failed attempts: ${failure}`,
+        0,
+      );
+    }
+    const delayMs = retryAfterMs ?? backoffDelay(failures - 1, options.backoff);
+    yield { type: 'reconnecting', attempt: failures, delayMs, reason: failure };
+    await sleep(delayMs, options.signal);
+  }
+}
