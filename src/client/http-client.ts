@@ -137,9 +137,25 @@ export class TailwaterClient {
         0,
       );
     }
-    const text = await response.text();
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      // The connection was cut (or timed out) while the answer was arriving.
+      throw new TailwaterClientError(
+        `Lost the connection to the Tailwater server at ${this.server}: ${describeFetchError(error)}`,
+        0,
+      );
+    }
     if (!response.ok) throw errorFromResponse(response, text);
-    return (text ? JSON.parse(text) : undefined) as T;
+    try {
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch {
+      throw new TailwaterClientError(
+        `${this.server} answered ${method} ${path} with something other than JSON; is it a Tailwater server?`,
+        response.status,
+      );
+    }
   }
 }
 

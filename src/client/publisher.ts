@@ -88,9 +88,19 @@ export class Publisher {
       this.queue.shift();
       this.dropped += 1;
     }
+    this.startPump();
+  }
+
+  private startPump(): void {
     this.pumping ??= this.pump().finally(() => {
       this.pumping = undefined;
-      if (this.pending === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      // An event published after the loop saw an empty queue, but before this callback ran,
+      // would otherwise wait for the next publish(): start again for it.
+      if (this.queue.length > 0 && !this.disabled && !this.stop.signal.aborted) {
+        this.startPump();
+      } else if (this.pending === 0) {
+        for (const wake of this.idleWaiters.splice(0)) wake();
+      }
     });
   }
 
@@ -110,11 +120,16 @@ export class Publisher {
     });
   }
 
-  /** Flushes for up to `timeoutMs`, then stops sending; returns whether all was delivered. */
+  /**
+   * Flushes for up to `timeoutMs`, then stops sending; returns whether all was delivered. What
+   * was still queued is counted in `dropped`.
+   */
   async close(timeoutMs = 5000): Promise<boolean> {
     const flushed = await this.flush(timeoutMs);
     this.closed = true;
     this.stop.abort();
+    this.dropped += this.queue.length;
+    this.queue.length = 0;
     return flushed;
   }
 
@@ -151,7 +166,10 @@ export class Publisher {
             ? clientError.retryAfter * 1000
             : backoffDelay(failures - 1, this.options.backoff);
           await sleep(wait, this.stop.signal);
-          if (this.stop.signal.aborted) break;
+          if (this.stop.signal.aborted) {
+            this.dropped += batch.length;
+            break;
+          }
         }
       }
       this.inFlight = 0;

@@ -47,11 +47,17 @@ export interface TailOptions extends ClientOptions {
   backoff?: BackoffOptions | undefined;
 }
 
+/** `end` reasons after which the API says to reconnect with the cursor rather than stop. */
+const RESUMABLE_END_REASONS: ReadonlySet<string> = new Set(['shutdown', 'maxDuration', 'maxBytes']);
+
 /**
  * Follows a stream as an async iterator. Built on fetch and eventsource-parser, so it can send
  * `Authorization`. When the connection is cut it reconnects with `Last-Event-ID` (capped
  * exponential backoff, honouring Retry-After) and the stream resumes exactly where it was; it
- * gives up, throwing, after `maxRetries` consecutive failures. It ends after yielding `end`.
+ * gives up, throwing, after `maxRetries` consecutive failures. An `end` the server sends only to
+ * make the viewer come back (`shutdown`, `maxDuration`, `maxBytes`: the API says to reconnect with
+ * the cursor) is followed the same way, as a `reconnecting` event; any other `end` is yielded and
+ * the iteration finishes.
  */
 export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, void, undefined> {
   const client = new TailwaterClient(options);
@@ -89,7 +95,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
         const pending: EventSourceMessage[] = [];
         const parser = createParser({ onEvent: (message) => pending.push(message) });
         const decoder = new TextDecoder();
-        let ended = false;
+        let closing = false;
         failure = 'the stream was cut';
         for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
           parser.feed(decoder.decode(chunk, { stream: true }));
@@ -99,9 +105,15 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
             const event = message.event ?? 'message';
             if (event === 'cursor') continue;
             if (event === 'end') {
-              yield { type: 'end', end: JSON.parse(message.data) as EndFrame };
-              ended = true;
-              break;
+              const end = JSON.parse(message.data) as EndFrame;
+              if (RESUMABLE_END_REASONS.has(end.reason)) {
+                // Not the end of the run: the server asks the viewer to come back with its cursor.
+                failure = `the server ended the stream (${end.reason})`;
+                closing = true;
+                break;
+              }
+              yield { type: 'end', end };
+              return;
             }
             if (event === 'gap') {
               yield { type: 'gap', gap: JSON.parse(message.data) as GapFrame };
@@ -110,12 +122,12 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
             if (event === 'error') {
               failure =
                 (JSON.parse(message.data) as { message?: string }).message ?? 'stream error';
+              closing = true;
               break;
             }
             yield { type: 'entry', entry: JSON.parse(message.data) as Entry };
           }
-          if (ended) return;
-          if (failure !== 'the stream was cut') break;
+          if (closing) break;
         }
       }
     } catch (error) {

@@ -1,0 +1,2 @@
+export { runCommand, EXIT_CANCELLED, EXIT_TIMEOUT } from './runner.js';
+export type { RunCommandOptions } from './runner.js';
