@@ -39,3 +39,11 @@ export function perSecond(count: number, ms: number): number {
 export function fmt(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2);
 }
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? sorted[middle]!
+    : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2;
+}

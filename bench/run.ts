@@ -1,7 +1,15 @@
 /** `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`). */
+import { benchFanout } from './fanout.js';
+import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
+import { benchLatency } from './latency.js';
 
-const benches: Record<string, () => Promise<void>> = { ingest: benchIngest };
+const benches: Record<string, () => Promise<void>> = {
+  ingest: benchIngest,
+  fanout: benchFanout,
+  latency: benchLatency,
+  'idle-memory': benchIdleMemory,
+};
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {
   if (wanted.length > 0 && !wanted.includes(name)) continue;

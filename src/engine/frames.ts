@@ -28,6 +28,12 @@ export interface FrameEncoder {
    * than receiving the live fan-out; dialects that tell the two apart (OpenMetadata) use it.
    */
   entry(entry: Entry, replay: boolean): Buffer | null;
+  /**
+   * Optional: the frames of several consecutive entries as one buffer. The Tailer hands the
+   * same array to every live viewer, so a dialect can build it once and every socket gets one
+   * write per batch instead of one per entry.
+   */
+  entries?(entries: readonly Entry[], replay: boolean): Buffer | null;
   /** Stands for filtered-out entries up to and including `seq`, so a reconnect skips them. */
   cursor(seq: number): Buffer | null;
   gap(gap: GapInfo): Buffer | null;

@@ -176,7 +176,11 @@ export class Tailer {
       this.readAgain = true;
       return;
     }
-    this.reading = this.readNew().finally(() => {
+    // One turn of the event loop first, so that appends landing together (many producers,
+    // or a burst of small requests) go out as one read and one write per viewer.
+    this.reading = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.readNew())
+      .finally(() => {
       this.reading = undefined;
       if (this.readAgain) {
         this.readAgain = false;

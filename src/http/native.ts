@@ -18,6 +18,8 @@ import { commentBytes, frameBytes, HttpViewerTransport } from './sse.js';
 
 // One encoded frame per entry, shared by every native viewer of the stream.
 const entryFrames = new WeakMap<Entry, Buffer>();
+// And one buffer per batch the Tailer fans out (the same array reaches every live viewer).
+const batchFrames = new WeakMap<readonly Entry[], Buffer>();
 
 /** Tailwater's own SSE dialect: `id: seq`, `event: kind`, `data: <entry JSON>` (PROTOCOL.md). */
 export class NativeEncoder implements FrameEncoder {
@@ -34,6 +36,15 @@ export class NativeEncoder implements FrameEncoder {
       entryFrames.set(entry, frame);
     }
     return frame;
+  }
+
+  entries(entries: readonly Entry[]): Buffer {
+    let frames = batchFrames.get(entries);
+    if (!frames) {
+      frames = Buffer.concat(entries.map((entry) => this.entry(entry)));
+      batchFrames.set(entries, frames);
+    }
+    return frames;
   }
 
   cursor(seq: number): Buffer {

@@ -5,7 +5,6 @@ export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
   'Cache-Control': 'no-cache, no-store, no-transform',
   'X-Accel-Buffering': 'no',
-  Connection: 'keep-alive',
 } as const;
 
 const LINE_BREAK = /[\r\n]/;
@@ -47,6 +46,11 @@ export function commentBytes(text: string): Buffer {
 /** A hijacked HTTP response as the engine's byte sink. */
 export class HttpViewerTransport implements ViewerTransport {
   constructor(private readonly res: ServerResponse) {
+    // An SSE body ends only when the connection does, so it needs no chunked framing: without
+    // it, each write is one piece for the socket instead of four (size, CRLF, data, CRLF), which
+    // more than triples fan-out throughput (docs/BENCHMARKS.md). The connection closes at the end.
+    res.useChunkedEncodingByDefault = false;
+    res.shouldKeepAlive = false;
     res.writeHead(200, SSE_HEADERS);
     // The stream is committed at once, even if the first frame takes a while.
     res.flushHeaders();

@@ -1,0 +1,296 @@
+/**
+ * Child processes for the streaming benchmarks: a real `tailwater serve`, the bare node:net SSE
+ * writer (bare-sse-server.ts) and the viewer client (viewer-client.ts), each started with a
+ * raised open-file limit, plus /proc readings of their memory and CPU.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { ClientCommand, ClientReply } from './viewer-client.js';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** BENCH_TAILWATER_BIN measures another build (say, a copy with a proposed change). */
+const BIN =
+  process.env['BENCH_TAILWATER_BIN'] ?? fileURLToPath(new URL('../bin/tailwater', import.meta.url));
+const BARE = fileURLToPath(new URL('./bare-sse-server.ts', import.meta.url));
+const CLIENT = fileURLToPath(new URL('./viewer-client.ts', import.meta.url));
+
+/** Node flags that make a server collect garbage and report its memory on SIGUSR2. */
+export const GC_ON_SIGNAL = [
+  '--expose-gc',
+  '--import',
+  new URL('./gc-signal.mjs', import.meta.url).href,
+];
+
+/** Settings every streaming benchmark gives the server: caps out of the way, no heartbeats. */
+export const STREAM_ENV: Record<string, string> = {
+  TAILWATER_MAX_ACTIVE_CONNECTIONS: '20000',
+  TAILWATER_MAX_SUBSCRIBERS_PER_STREAM: '20000',
+  TAILWATER_MAX_ACTIVE_STREAMS: '1000',
+  TAILWATER_HEARTBEAT_SECONDS: '3600',
+};
+
+export interface Proc {
+  child: ChildProcess;
+  pid: number;
+  /** SIGTERM, then SIGKILL if it has not exited within a second; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Node with the open-file limit raised as far as this machine allows (65536, or the hard limit
+ * where the container forbids raising it), through bash so the pid is node's own (exec).
+ */
+function spawnNode(
+  args: string[],
+  options: { env?: Record<string, string>; ipc?: boolean } = {},
+): ChildProcess {
+  return spawn(
+    'bash',
+    [
+      '-c',
+      'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"',
+      'bash',
+      process.execPath,
+      ...args,
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...options.env },
+      stdio: options.ipc ? ['ignore', 'pipe', 'inherit', 'ipc'] : ['ignore', 'pipe', 'inherit'],
+    },
+  );
+}
+
+function asProc(child: ChildProcess): Proc {
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  return {
+    child,
+    pid: child.pid ?? -1,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 1000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Waits for a line of the child's stdout that matches `pattern`. */
+function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000) {
+  return new Promise<RegExpExecArray>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${out}`));
+    }, timeoutMs);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = pattern.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited (${code}) before ${pattern}: ${out}`));
+    });
+  });
+}
+
+export interface TailwaterProc extends Proc {
+  url: string;
+  port: number;
+}
+
+/** A real `tailwater serve` on a free loopback port. */
+export async function startTailwater(
+  dataDir: string,
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+): Promise<TailwaterProc> {
+  const child = spawnNode(
+    [...nodeFlags, BIN, 'serve', '--port', '0', '--data', dataDir, '--log-level', 'warn'],
+    { env: { ...STREAM_ENV, ...env } },
+  );
+  const proc = asProc(child);
+  try {
+    const match = await waitForLine(child, /listening on (http:\/\/127\.0\.0\.1:(\d+))/);
+    return { ...proc, url: match[1]!, port: Number(match[2]) };
+  } catch (error) {
+    await proc.stop();
+    throw error;
+  }
+}
+
+export interface BareProc extends Proc {
+  /** Port of the SSE listener (any GET path is a viewer). */
+  ssePort: number;
+  /** Base URL of its control API: POST /events takes the same body as Tailwater's. */
+  controlUrl: string;
+}
+
+export interface BareOptions {
+  /** `net` (default): the bare node:net writer; `http`: the same on a plain node:http server. */
+  sse?: 'net' | 'http';
+  /** `frame` (default): one write per frame, corked per batch; `batch`: one buffer per batch. */
+  write?: 'frame' | 'batch';
+  nodeFlags?: string[];
+}
+
+/** The baseline: a minimal SSE writer with no store or framework (bare-sse-server.ts). */
+export async function startBare(options: BareOptions = {}): Promise<BareProc> {
+  const child = spawnNode([...(options.nodeFlags ?? []), '--import', 'tsx', BARE], {
+    env: { BARE_SSE: options.sse ?? 'net', BARE_WRITE: options.write ?? 'frame' },
+  });
+  const proc = asProc(child);
+  try {
+    const match = await waitForLine(child, /bare sse=(\d+) control=(http:\/\/127\.0\.0\.1:\d+)/);
+    return { ...proc, ssePort: Number(match[1]), controlUrl: match[2]! };
+  } catch (error) {
+    await proc.stop();
+    throw error;
+  }
+}
+
+export interface ViewerClient extends Proc {
+  /** Sends one command and waits (at most timeoutMs) for its reply. */
+  ask<T extends ClientReply>(command: ClientCommand, timeoutMs: number): Promise<T>;
+}
+
+/** The process that holds the viewers (and, for the latency run, the producer). */
+export async function startViewerClient(): Promise<ViewerClient> {
+  const child = spawnNode(['--import', 'tsx', CLIENT], { ipc: true });
+  const proc = asProc(child);
+  try {
+    await waitForLine(child, /viewer client ready/);
+  } catch (error) {
+    await proc.stop();
+    throw error;
+  }
+  return {
+    ...proc,
+    ask<T extends ClientReply>(command: ClientCommand, timeoutMs: number): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`viewer client: no answer to ${command.op} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const onMessage = (reply: ClientReply) => {
+          cleanup();
+          if (reply.op === 'error') reject(new Error(`viewer client: ${reply.message}`));
+          else resolve(reply as T);
+        };
+        const onExit = (code: number | null) => {
+          cleanup();
+          reject(new Error(`viewer client exited (${code}) during ${command.op}`));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+        };
+        child.on('message', onMessage);
+        child.once('exit', onExit);
+        child.send(command);
+      });
+    },
+  };
+}
+
+export interface MemoryUsage {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+/** Asks a process started with GC_ON_SIGNAL to collect garbage; resolves with its memory. */
+export function collectGarbage(proc: Proc, timeoutMs = 10_000): Promise<MemoryUsage> {
+  const stdout = proc.child.stdout!;
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /bench-gc (\{.*\})\n/.exec(out);
+      if (match) {
+        cleanup();
+        resolve(JSON.parse(match[1]!) as MemoryUsage);
+      }
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`no bench-gc answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const cleanup = () => {
+      clearTimeout(timer);
+      stdout.off('data', onData);
+    };
+    stdout.on('data', onData);
+    proc.child.kill('SIGUSR2');
+  });
+}
+
+/** Resident set size of a process in KiB (VmRSS of /proc/<pid>/status). */
+export function rssKiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmRSS for ${pid}`);
+  return Number(match[1]);
+}
+
+/** CPU time (user + system) a process has used so far, in milliseconds. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at state, field 3.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks * 10; // USER_HZ is 100 on Linux
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** JSON request on loopback, for setup calls (creating runs). */
+export async function putJson(url: string, body: unknown): Promise<void> {
+  const res = await fetch(url, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!res.ok) throw new Error(`PUT ${url}: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+}
+
+/**
+ * Packets the kernel dropped because a CPU's input backlog was full (netdev_max_backlog), and
+ * TCP segments retransmitted, machine-wide: on loopback the first causes the second, and a
+ * retransmission costs a viewer or a producer at least one retransmission timeout.
+ */
+export function netDrops(): { backlogDrops: number; retransSegs: number } {
+  let backlogDrops = 0;
+  for (const line of readFileSync('/proc/net/softnet_stat', 'utf8').trim().split('\n')) {
+    backlogDrops += parseInt(line.split(/\s+/)[1] ?? '0', 16);
+  }
+  const snmp = readFileSync('/proc/net/snmp', 'utf8').split('\n');
+  const header = snmp.find((l) => l.startsWith('Tcp:'))!.split(/\s+/);
+  const values = snmp.filter((l) => l.startsWith('Tcp:'))[1]!.split(/\s+/);
+  const retransSegs = Number(values[header.indexOf('RetransSegs')]);
+  return { backlogDrops, retransSegs };
+}
+
+/** Machine-wide CPU time so far from /proc/stat, in ms: busy (all but idle and iowait) and total. */
+export function machineCpuMs(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9);
+  const ticks = fields.map(Number);
+  const total = ticks.reduce((a, b) => a + b, 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  return { busy: (total - idle) * 10, total: total * 10 };
+}

@@ -1,0 +1,465 @@
+/**
+ * The viewer side of the streaming benchmarks, run as its own process (`node --import tsx`) and
+ * driven over IPC by procs.ts. It holds the SSE connections as raw node:net sockets and counts
+ * complete frames per connection by counting the blank lines that end them (`\n\n`, carried
+ * across chunks), without parsing anything. The k-th frame of a connection is frame `retry:`
+ * when k = 1 and the entry of seq k - 1 after that, so a frame's arrival time is matched to the
+ * append that produced it with no parsing either. It is also the producer: appends go from here,
+ * so send, acknowledgement and arrival times are read from one clock.
+ */
+import http from 'node:http';
+import net from 'node:net';
+
+export type ClientCommand =
+  | {
+      op: 'open';
+      port: number;
+      /** Each path is opened `perPath` times. */
+      paths: string[];
+      perPath: number;
+      parallel: number;
+      timeoutMs: number;
+    }
+  | {
+      op: 'fanout';
+      appendUrl: string;
+      entries: number;
+      batch: number;
+      pad: number;
+      timeoutMs: number;
+    }
+  | {
+      op: 'latency';
+      appendUrl: string;
+      /** Appends per second, one entry per request, sent open-loop on a fixed schedule. */
+      rate: number;
+      /** Appends at the start left out of the figures. */
+      warmup: number;
+      measured: number;
+      pad: number;
+      maxInFlight: number;
+      timeoutMs: number;
+    }
+  | { op: 'close' };
+
+export interface OpenedReply {
+  op: 'opened';
+  ok: number;
+  failed: number;
+  firstFailure?: string;
+  ms: number;
+}
+
+export interface FanoutReply {
+  op: 'fanout';
+  /** First append sent → last viewer holding every entry. */
+  ms: number;
+  /** First append sent → last append acknowledged. */
+  appendMs: number;
+  viewers: number;
+  complete: number;
+  /** Bytes a viewer received per entry, framing included. */
+  bytesPerEntry: number;
+}
+
+export interface Percentiles {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface LatencyReply {
+  op: 'latency';
+  viewers: number;
+  appends: number;
+  failedAppends: number;
+  firstFailure?: string;
+  sendRate: number;
+  samples: number;
+  missing: number;
+  /** Viewers whose frame count did not match the last seq (the frame ↔ seq match failed). */
+  mismatched: number;
+  fromSend: Percentiles;
+  fromAck: Percentiles;
+  /** Per entry: its last viewer's arrival minus its first viewer's. */
+  spread: Percentiles;
+  ack: Percentiles;
+  bytesPerEntry: number;
+}
+
+export type ClientReply =
+  OpenedReply | FanoutReply | LatencyReply | { op: 'closed' } | { op: 'error'; message: string };
+
+interface Viewer {
+  socket: net.Socket;
+  status: number;
+  frames: number;
+  bytes: number;
+  endsWithNewline: boolean;
+  done: boolean;
+  /** Arrival time of frame k at [k], while a latency run records them. */
+  times: Float64Array | undefined;
+  onChange: (() => void) | undefined;
+}
+
+const BLANK_LINE = Buffer.from('\n\n');
+const viewers: Viewer[] = [];
+/** Frames every viewer must reach (1 + last seq) before the current run is complete. */
+let target = Infinity;
+let doneCount = 0;
+let doneAt = 0;
+let onAllDone: (() => void) | undefined;
+
+function onChunk(viewer: Viewer, chunk: Buffer): void {
+  const now = performance.now();
+  viewer.bytes += chunk.length;
+  if (viewer.status === 0) {
+    viewer.status = Number(chunk.toString('latin1', 9, 12));
+    if (viewer.status !== 200) viewer.onChange?.();
+  }
+  let from = 0;
+  if (viewer.endsWithNewline && chunk[0] === 10) {
+    viewer.frames += 1;
+    if (viewer.times) viewer.times[viewer.frames] = now;
+    from = 1;
+  }
+  for (let i = chunk.indexOf(BLANK_LINE, from); i !== -1; i = chunk.indexOf(BLANK_LINE, i + 2)) {
+    viewer.frames += 1;
+    if (viewer.times) viewer.times[viewer.frames] = now;
+  }
+  viewer.endsWithNewline = chunk[chunk.length - 1] === 10;
+  viewer.onChange?.();
+  if (!viewer.done && viewer.frames >= target) markDone(viewer, now);
+}
+
+function markDone(viewer: Viewer, now: number): void {
+  viewer.done = true;
+  doneCount += 1;
+  if (doneCount === viewers.length) {
+    doneAt = now;
+    onAllDone?.();
+  }
+}
+
+/** Every viewer reaches `frames`; resolves true, or false at the deadline. */
+function awaitAll(frames: number, deadline: number): Promise<boolean> {
+  target = frames;
+  const now = performance.now();
+  for (const viewer of viewers) {
+    if (!viewer.done && viewer.frames >= target) markDone(viewer, now);
+  }
+  if (doneCount === viewers.length) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(
+      () => {
+        onAllDone = undefined;
+        resolve(false);
+      },
+      Math.max(0, deadline - performance.now()),
+    );
+    onAllDone = () => {
+      clearTimeout(timer);
+      onAllDone = undefined;
+      resolve(true);
+    };
+  });
+}
+
+function resetRun(): void {
+  target = Infinity;
+  doneCount = 0;
+  doneAt = 0;
+  for (const viewer of viewers) viewer.done = false;
+}
+
+/**
+ * One read buffer shared by every socket: `onread` hands each read to `onChunk` synchronously,
+ * without allocating a Buffer or going through the stream machinery per read.
+ */
+const READ_BUFFER = Buffer.alloc(256 * 1024);
+
+/** Opens one viewer; resolves once its first frame (`retry:`) arrived with status 200. */
+function openViewer(port: number, path: string, timeoutMs: number): Promise<Viewer> {
+  return new Promise((resolve, reject) => {
+    const viewer: Viewer = {
+      socket: undefined as unknown as net.Socket,
+      status: 0,
+      frames: 0,
+      bytes: 0,
+      endsWithNewline: false,
+      done: false,
+      times: undefined,
+      onChange: undefined,
+    };
+    const socket = net.connect({
+      host: '127.0.0.1',
+      port,
+      onread: {
+        buffer: READ_BUFFER,
+        callback: (bytes: number, buffer: Uint8Array) => {
+          onChunk(viewer, Buffer.from(buffer.buffer, buffer.byteOffset, bytes));
+          return true;
+        },
+      },
+    });
+    viewer.socket = socket;
+    socket.setNoDelay(true);
+    const fail = (message: string) => {
+      clearTimeout(timer);
+      viewer.onChange = undefined;
+      socket.destroy();
+      reject(new Error(message));
+    };
+    const timer = setTimeout(() => fail(`no first frame within ${timeoutMs} ms`), timeoutMs);
+    viewer.onChange = () => {
+      if (viewer.status !== 200) {
+        fail(`status ${viewer.status}`);
+      } else if (viewer.frames >= 1) {
+        clearTimeout(timer);
+        viewer.onChange = undefined;
+        resolve(viewer);
+      }
+    };
+    socket.on('connect', () => {
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
+    });
+    socket.on('error', (error) => fail(error.message));
+    socket.on('close', () => {
+      if (viewer.onChange) fail('closed before the first frame');
+    });
+  });
+}
+
+async function open(command: Extract<ClientCommand, { op: 'open' }>): Promise<OpenedReply> {
+  const started = performance.now();
+  const jobs: string[] = [];
+  for (const path of command.paths) for (let i = 0; i < command.perPath; i += 1) jobs.push(path);
+  let next = 0;
+  let ok = 0;
+  let failed = 0;
+  let firstFailure: string | undefined;
+  const worker = async () => {
+    while (next < jobs.length && performance.now() - started < command.timeoutMs) {
+      const path = jobs[next]!;
+      next += 1;
+      try {
+        viewers.push(await openViewer(command.port, path, 10_000));
+        ok += 1;
+      } catch (error) {
+        failed += 1;
+        firstFailure ??= error instanceof Error ? error.message : String(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: command.parallel }, worker));
+  failed += jobs.length - ok - failed; // never started: out of time
+  return { op: 'opened', ok, failed, firstFailure, ms: performance.now() - started };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+interface Ack {
+  first: number;
+  last: number;
+  seqs: number[];
+}
+
+function post(url: string, body: string): Promise<Ack> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) reject(new Error(`append: ${res.statusCode} ${text}`));
+          else resolve(JSON.parse(text) as Ack);
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error('append timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function fanout(command: Extract<ClientCommand, { op: 'fanout' }>): Promise<FanoutReply> {
+  resetRun();
+  const deadline = performance.now() + command.timeoutMs;
+  const pad = 'x'.repeat(command.pad);
+  const bytesBefore = viewers[0]?.bytes ?? 0;
+  const started = performance.now();
+  let last = 0;
+  for (let sent = 0; sent < command.entries; sent += command.batch) {
+    if (performance.now() > deadline) throw new Error('fanout: appends ran out of time');
+    const events = [];
+    for (let j = sent; j < Math.min(command.entries, sent + command.batch); j += 1) {
+      events.push({ kind: 'progress', data: { n: j, pad } });
+    }
+    last = (await post(command.appendUrl, JSON.stringify({ events }))).last;
+  }
+  const appendMs = performance.now() - started;
+  const complete = await awaitAll(last + 1, deadline);
+  const reply: FanoutReply = {
+    op: 'fanout',
+    ms: (complete ? doneAt : performance.now()) - started,
+    appendMs,
+    viewers: viewers.length,
+    complete: doneCount,
+    bytesPerEntry: ((viewers[0]?.bytes ?? 0) - bytesBefore) / command.entries,
+  };
+  resetRun();
+  return reply;
+}
+
+function percentiles(values: Float64Array): Percentiles {
+  if (values.length === 0) return { p50: NaN, p99: NaN, max: NaN };
+  values.sort();
+  const at = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))]!;
+  return { p50: at(0.5), p99: at(0.99), max: values[values.length - 1]! };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Promise<LatencyReply> {
+  resetRun();
+  const deadline = performance.now() + command.timeoutMs;
+  const total = command.warmup + command.measured;
+  const sendAt = new Float64Array(total);
+  const ackAt = new Float64Array(total);
+  const seqOf = new Int32Array(total);
+  const slots = Math.max(...viewers.map((v) => v.frames)) + total + 16;
+  for (const viewer of viewers) viewer.times = new Float64Array(slots);
+  const pad = 'x'.repeat(command.pad);
+  const bytesBefore = viewers[0]?.bytes ?? 0;
+  let inFlight = 0;
+  let failedAppends = 0;
+  let firstFailure: string | undefined;
+  let lastSeq = 0;
+  const interval = 1000 / command.rate;
+  const started = performance.now() + 10;
+  let sent = 0;
+  for (let i = 0; i < total && performance.now() < deadline; i += 1) {
+    const wait = started + i * interval - performance.now();
+    if (wait >= 1) await sleep(Math.floor(wait));
+    while (inFlight >= command.maxInFlight && performance.now() < deadline) await sleep(1);
+    const now = performance.now();
+    const body = JSON.stringify({
+      events: [{ kind: 'progress', data: { t: performance.timeOrigin + now, i, pad } }],
+    });
+    sendAt[i] = now;
+    inFlight += 1;
+    sent += 1;
+    post(command.appendUrl, body).then(
+      (ack) => {
+        ackAt[i] = performance.now();
+        seqOf[i] = ack.seqs[0]!;
+        lastSeq = Math.max(lastSeq, ack.last);
+        inFlight -= 1;
+      },
+      (error: unknown) => {
+        failedAppends += 1;
+        firstFailure ??= error instanceof Error ? error.message : String(error);
+        inFlight -= 1;
+      },
+    );
+  }
+  const sendRate = (sent * 1000) / (performance.now() - started);
+  while (inFlight > 0 && performance.now() < deadline) await sleep(5);
+  await awaitAll(lastSeq + 1, deadline);
+
+  let mismatched = 0;
+  for (const viewer of viewers) if (viewer.frames !== lastSeq + 1) mismatched += 1;
+  const measuredSeqs: Array<{ i: number; seq: number }> = [];
+  for (let i = command.warmup; i < total; i += 1) {
+    if (seqOf[i]! > 0) measuredSeqs.push({ i, seq: seqOf[i]! });
+  }
+  const fromSend = new Float64Array(measuredSeqs.length * viewers.length);
+  const fromAck = new Float64Array(measuredSeqs.length * viewers.length);
+  const spread = new Float64Array(measuredSeqs.length);
+  let samples = 0;
+  let missing = 0;
+  measuredSeqs.forEach(({ i, seq }, k) => {
+    let first = Infinity;
+    let last = -Infinity;
+    for (const viewer of viewers) {
+      const arrived = viewer.times![seq + 1] ?? 0;
+      if (arrived === 0) {
+        missing += 1;
+        continue;
+      }
+      fromSend[samples] = arrived - sendAt[i]!;
+      fromAck[samples] = arrived - ackAt[i]!;
+      samples += 1;
+      first = Math.min(first, arrived);
+      last = Math.max(last, arrived);
+    }
+    spread[k] = last - first;
+  });
+  const acks = new Float64Array(measuredSeqs.map(({ i }) => ackAt[i]! - sendAt[i]!));
+  const reply: LatencyReply = {
+    op: 'latency',
+    viewers: viewers.length,
+    appends: sent,
+    failedAppends,
+    firstFailure,
+    sendRate,
+    samples,
+    missing,
+    mismatched,
+    fromSend: percentiles(fromSend.subarray(0, samples)),
+    fromAck: percentiles(fromAck.subarray(0, samples)),
+    spread: percentiles(spread),
+    ack: percentiles(acks),
+    bytesPerEntry: ((viewers[0]?.bytes ?? 0) - bytesBefore) / Math.max(1, sent),
+  };
+  for (const viewer of viewers) viewer.times = undefined;
+  resetRun();
+  return reply;
+}
+
+function close(): void {
+  for (const viewer of viewers.splice(0)) viewer.socket.destroy();
+  agent.destroy();
+}
+
+async function handle(command: ClientCommand): Promise<ClientReply> {
+  switch (command.op) {
+    case 'open':
+      return open(command);
+    case 'fanout':
+      return fanout(command);
+    case 'latency':
+      return latency(command);
+    case 'close':
+      close();
+      return { op: 'closed' };
+  }
+}
+
+process.on('message', (command: ClientCommand) => {
+  handle(command).then(
+    (reply) => process.send!(reply),
+    (error: unknown) =>
+      process.send!({ op: 'error', message: error instanceof Error ? error.message : `${error}` }),
+  );
+});
+process.on('disconnect', () => {
+  close();
+  process.exit(0);
+});
+process.stdout.write('viewer client ready\n');
