@@ -103,13 +103,14 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   const watching = new AbortController();
   void watchForCancel(options, watching.signal, () => (cancelRequested = true));
 
-  const stop = async (reason: StopReason, line: string) => {
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: StopReason, line: string) => {
     stopReason = reason;
     const pending = chunker.rest();
     if (pending) sendLog(pending);
     echo(line);
     sendLog(line);
-    await stopGroup(child, options.killGraceMs ?? 10_000);
+    stopping = stopGroup(child, options.killGraceMs ?? 10_000);
   };
 
   // Freight checks every 0.1 s: flush what is due, then the timeouts and the cancel.
@@ -119,14 +120,11 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
     if (due) sendLog(due);
     if (stopReason) return;
     if (cancelRequested) {
-      void stop('cancel', '>> Task was cancelled\n');
+      stop('cancel', '>> Task was cancelled\n');
     } else if (now - startedAt > options.timeoutSeconds * 1000) {
-      void stop('timeout', `>> Process exceeded time limit of ${options.timeoutSeconds}s\n`);
+      stop('timeout', `>> Process exceeded time limit of ${options.timeoutSeconds}s\n`);
     } else if (now - lastOutputAt > options.readTimeoutSeconds * 1000) {
-      void stop(
-        'readTimeout',
-        `>> Process did not receive updates in ${options.readTimeoutSeconds}s\n`,
-      );
+      stop('readTimeout', `>> Process did not receive updates in ${options.readTimeoutSeconds}s\n`);
     }
   }, 100);
 
@@ -150,6 +148,8 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
           : (outcome.code ?? 128 + (constants.signals[outcome.signal!] ?? 0));
     status = stopReason === 'cancel' ? 'cancelled' : exitCode === 0 ? 'success' : 'failed';
   }
+  // A stopped tree is waited for whole: a child that ignored SIGTERM is killed before we leave.
+  await stopping;
   clearInterval(ticker);
   watching.abort();
   const rest = chunker.rest();
