@@ -3,18 +3,17 @@ import { TailwaterClientError } from '../client/errors.js';
 import { SettingsError } from '../model/settings.js';
 import { UsageError } from './client-options.js';
 import { publishCommand } from './publish.js';
+import { runCommandLine } from './run.js';
 import { runsCommand } from './runs.js';
 import { serveCommand } from './serve.js';
 import { tailCommand } from './tail.js';
 
-/** Commander's own outcomes that are not a misuse: help and version output. */
-const NOT_USAGE_ERRORS = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version']);
-
 /** Errors a user can act on are printed as one line, never as a stack trace. */
 function reportAndExit(error: unknown): never {
   if (error instanceof CommanderError) {
-    // Commander has printed its message; a bad command line exits 2.
-    process.exit(NOT_USAGE_ERRORS.has(error.code) ? error.exitCode : 2);
+    // Commander has printed its message (or the help asked for, exit 0); a bad command line,
+    // including none at all, exits 2.
+    process.exit(error.exitCode === 0 ? 0 : 2);
   }
   const err = error as NodeJS.ErrnoException;
   if (error instanceof SettingsError) {
@@ -43,12 +42,21 @@ function reportAndExit(error: unknown): never {
   process.exit(1);
 }
 
+/** Exit status of a command whose reader went away (`tailwater tail … | head`): 128 + SIGPIPE. */
+const EXIT_BROKEN_PIPE = 141;
+
 export async function main(argv: string[]): Promise<void> {
+  // Output piped into a reader that stops early: stop quietly, as a shell tool does.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(EXIT_BROKEN_PIPE);
+    reportAndExit(error);
+  });
   const program = new Command()
     .name('tailwater')
     .description('Live, durable log and event streaming for pipeline runs.')
     .exitOverride();
   serveCommand(program);
+  runCommandLine(program);
   tailCommand(program);
   publishCommand(program);
   runsCommand(program);

@@ -5,7 +5,13 @@ import { validateFqn } from '../model/names.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import { isRunStatus, RUN_STATUSES } from '../model/run.js';
 import type { ClientFlags } from './client-options.js';
-import { addClientOptions, checkArgument, clientFrom, integerIn, UsageError } from './client-options.js';
+import {
+  addClientOptions,
+  checkArgument,
+  clientFrom,
+  integerIn,
+  UsageError,
+} from './client-options.js';
 
 interface RunsFlags extends ClientFlags {
   status?: RunStatus;
@@ -27,7 +33,9 @@ export function runsCommand(program: Command): void {
     const client = clientFrom(flags);
     if (fqn === undefined) {
       if (flags.status !== undefined || flags.limit !== undefined) {
-        throw new UsageError('--status and --limit apply to the runs of one pipeline: give its fqn.');
+        throw new UsageError(
+          '--status and --limit apply to the runs of one pipeline: give its fqn.',
+        );
       }
       const pipelines = await client.listPipelines();
       if (flags.json) process.stdout.write(`${JSON.stringify({ pipelines })}\n`);

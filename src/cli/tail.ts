@@ -6,7 +6,13 @@ import type { EndFrame, GapFrame } from '../client/tail.js';
 import type { Entry } from '../model/entry.js';
 import { validateFqn, validateRunId } from '../model/names.js';
 import type { ClientFlags } from './client-options.js';
-import { addClientOptions, checkArgument, clientFrom, integerIn, kindList } from './client-options.js';
+import {
+  addClientOptions,
+  checkArgument,
+  clientFrom,
+  integerIn,
+  kindList,
+} from './client-options.js';
 
 interface TailFlags extends ClientFlags {
   follow?: boolean;

@@ -104,7 +104,10 @@ export class Publisher {
     });
   }
 
-  /** Resolves true once everything queued was acknowledged, false if `timeoutMs` passed first. */
+  /**
+   * Resolves true once nothing is pending — everything queued was acknowledged, or dropped and
+   * counted in `dropped` — and false if `timeoutMs` passed first. It does not stop sending.
+   */
   flush(timeoutMs: number): Promise<boolean> {
     if (this.pending === 0) return Promise.resolve(true);
     return new Promise((resolve) => {

@@ -181,12 +181,12 @@ export class Tailer {
     this.reading = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => this.readNew())
       .finally(() => {
-      this.reading = undefined;
-      if (this.readAgain) {
-        this.readAgain = false;
-        this.wake();
-      }
-    });
+        this.reading = undefined;
+        if (this.readAgain) {
+          this.readAgain = false;
+          this.wake();
+        }
+      });
   }
 
   /** Ends every viewer (server shutdown), then retires. */

@@ -969,7 +969,11 @@ describe('sharing and capacity', () => {
     const b = await open(t, runPath());
     expect([a.status, b.status]).toEqual([200, 200]);
 
-    expectCapacityRefusal(await refused(t, runPath()), 'TW_TOO_MANY_SUBSCRIBERS', /subscriber cap \(2\)/);
+    expectCapacityRefusal(
+      await refused(t, runPath()),
+      'TW_TOO_MANY_SUBSCRIBERS',
+      /subscriber cap \(2\)/,
+    );
     // The cap is per stream: another run is still served.
     await t.ingest.putRun(PIPELINE, 'other', { status: 'running' });
     const other = await open(t, runPath(PIPELINE, 'other'));
@@ -992,8 +996,16 @@ describe('sharing and capacity', () => {
     expect(t.hub.activeConnections).toBe(2);
 
     const message = /maximum number of stream connections \(2\)/;
-    expectCapacityRefusal(await refused(t, runPath(PIPELINE, 'c')), 'TW_TOO_MANY_CONNECTIONS', message);
-    expectCapacityRefusal(await refused(t, runPath(PIPELINE, 'a')), 'TW_TOO_MANY_CONNECTIONS', message);
+    expectCapacityRefusal(
+      await refused(t, runPath(PIPELINE, 'c')),
+      'TW_TOO_MANY_CONNECTIONS',
+      message,
+    );
+    expectCapacityRefusal(
+      await refused(t, runPath(PIPELINE, 'a')),
+      'TW_TOO_MANY_CONNECTIONS',
+      message,
+    );
     expect(t.hub.activeConnections).toBe(2);
 
     topic.close();
