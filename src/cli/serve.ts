@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { PartialSettings } from '../model/settings.js';
 import { loadSettings } from '../model/settings.js';
 import { startDemo } from './demo.js';
+import { loadSources } from '../sources/config.js';
 import { startServer } from './server.js';
 
 interface ServeFlags {
@@ -44,7 +45,7 @@ export function serveCommand(program: Command): void {
     .option('--log-level <level>', 'server log level: fatal … trace, or silent (default info)')
     .action(async (flags: ServeFlags) => {
       const settings = loadSettings({ configFile: flags.config, flags: toSettings(flags) });
-      const server = await startServer(settings);
+      const server = await startServer(settings, { sources: loadSources(flags.config) });
       const demo = settings.demo
         ? startDemo(server.ingest, (message) => server.app.log.info(message))
         : undefined;

@@ -7,9 +7,16 @@ import { Ingest } from '../engine/ingest.js';
 import { buildApp } from '../http/app.js';
 import type { Settings } from '../model/settings.js';
 import { SettingsError } from '../model/settings.js';
+import type { SourceConfig } from '../sources/config.js';
+import { StompSource } from '../sources/stomp.js';
 import { RetentionLoop } from '../store/retention.js';
 import { SqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
+
+export interface StartOptions {
+  /** Ingest adapters that are not HTTP (the config file's `sources`). */
+  sources?: SourceConfig[];
+}
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -17,6 +24,7 @@ export interface RunningServer {
   bus: Bus;
   hub: Hub;
   ingest: Ingest;
+  sources: StompSource[];
   url: string;
   /** Ends every stream with `end shutdown`, stops listening and closes the store. */
   close(): Promise<void>;
@@ -44,7 +52,10 @@ export function openBus(settings: Settings): Bus {
 }
 
 /** Builds every part from the settings and starts listening. */
-export async function startServer(settings: Settings): Promise<RunningServer> {
+export async function startServer(
+  settings: Settings,
+  options: StartOptions = {},
+): Promise<RunningServer> {
   if (!LOOPBACK.test(settings.host) && !settings.insecure) {
     throw new SettingsError(
       `host: refusing to listen on ${settings.host} without authentication; pass --insecure to do it anyway.`,
@@ -54,12 +65,20 @@ export async function startServer(settings: Settings): Promise<RunningServer> {
   const bus = openBus(settings);
   const hub = new Hub(store, bus, settings);
   const ingest = new Ingest(store, bus, settings);
-  const app = await buildApp({ store, hub, ingest, settings }, { logLevel: settings.logLevel });
+  const sources: StompSource[] = [];
+  const app = await buildApp(
+    { store, hub, ingest, settings, sourceStatus: () => sources.map((source) => source.status()) },
+    { logLevel: settings.logLevel },
+  );
+  for (const config of options.sources ?? []) {
+    sources.push(new StompSource(config, ingest, (message) => app.log.info(message)));
+  }
   const retention = new RetentionLoop(store, settings, (error) =>
     app.log.error({ err: error }, 'retention failed'),
   );
   await app.listen({ host: settings.host, port: settings.port });
   retention.start();
+  for (const source of sources) source.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -70,9 +89,11 @@ export async function startServer(settings: Settings): Promise<RunningServer> {
     bus,
     hub,
     ingest,
+    sources,
     url: `http://${host}:${port}`,
     close: () =>
       (closing ??= (async () => {
+        await Promise.all(sources.map((source) => source.stop()));
         hub.shutdown();
         await retention.stop();
         // Streams were just ended; a client may still hold a connection it never used, which

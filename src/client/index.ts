@@ -1,5 +1,5 @@
-export { backoffDelay } from './backoff.js';
-export type { BackoffOptions } from './backoff.js';
+export { backoffDelay } from '../model/backoff.js';
+export type { BackoffOptions } from '../model/backoff.js';
 export { TailwaterClientError } from './errors.js';
 export { TailwaterClient } from './http-client.js';
 export type { AppendEventsResult, AppendLogResult, ClientOptions, Target } from './http-client.js';

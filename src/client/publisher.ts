@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { NewEvent } from '../model/entry.js';
 import { validateProducerKind } from '../model/names.js';
-import type { BackoffOptions } from './backoff.js';
-import { backoffDelay, sleep } from './backoff.js';
+import type { BackoffOptions } from '../model/backoff.js';
+import { backoffDelay, sleep } from '../model/backoff.js';
 import { TailwaterClientError } from './errors.js';
 import type { ClientOptions, Target } from './http-client.js';
 import { TailwaterClient } from './http-client.js';

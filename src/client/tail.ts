@@ -1,8 +1,8 @@
 import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { Entry } from '../model/entry.js';
-import type { BackoffOptions } from './backoff.js';
-import { backoffDelay, sleep } from './backoff.js';
+import type { BackoffOptions } from '../model/backoff.js';
+import { backoffDelay, sleep } from '../model/backoff.js';
 import { TailwaterClientError } from './errors.js';
 import type { ClientOptions, Target } from './http-client.js';
 import {

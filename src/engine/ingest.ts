@@ -90,7 +90,7 @@ export class Ingest {
       }
       throw error;
     }
-    const size = Buffer.byteLength(JSON.stringify(event.data ?? null), 'utf8');
+    const size = Buffer.byteLength(event.dataJson ?? JSON.stringify(event.data ?? null), 'utf8');
     if (size > this.settings.maxEventBytes) {
       throw new TailwaterError(
         'TW_EVENT_TOO_LARGE',

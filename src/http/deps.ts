@@ -9,4 +9,10 @@ export interface AppDeps {
   hub: Hub;
   ingest: Ingest;
   settings: Settings;
+  /** The state of each non-HTTP source, for /readyz. */
+  sourceStatus?: () => ReadonlyArray<{
+    name: string;
+    state: string;
+    lastError?: string | undefined;
+  }>;
 }

@@ -3,7 +3,10 @@ import { topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 
-export async function healthRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
+export async function healthRoutes(
+  app: FastifyInstance,
+  { store, sourceStatus }: AppDeps,
+): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {
@@ -15,6 +18,14 @@ export async function healthRoutes(app: FastifyInstance, { store }: AppDeps): Pr
         store: { status: 'down', message: (error as Error).message },
       });
     }
-    return { status: 'ready', store: { status: 'up' }, bus: { status: 'up' } };
+    // A source that lost its broker degrades ingest from it, not the API: still ready.
+    const sources = sourceStatus?.() ?? [];
+    const degraded = sources.some((source) => source.state !== 'connected');
+    return {
+      status: degraded ? 'degraded' : 'ready',
+      store: { status: 'up' },
+      bus: { status: 'up' },
+      sources,
+    };
   });
 }

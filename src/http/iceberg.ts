@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FrameEncoder } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import type { Entry } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import { topicKey } from '../model/stream-key.js';
 import type { AppDeps } from './deps.js';
 import { streamTo } from './native.js';
@@ -35,7 +36,8 @@ export class IcebergEncoder implements FrameEncoder {
         // Ingest refuses line breaks in ids; the seq stands in should one get through anyway.
         id: entry.id !== undefined && !/[\r\n]/.test(entry.id) ? entry.id : String(entry.seq),
         event: this.kind,
-        data: JSON.stringify(entry.data),
+        // The producer's JSON as received: big integers such as snapshotId stay exact.
+        data: entry[RAW_DATA] ?? JSON.stringify(entry.data),
       });
       frames.set(entry, frame);
     }

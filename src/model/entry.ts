@@ -1,4 +1,11 @@
 /**
+ * The exact JSON text of an entry's `data` as stored, on entries read from the store. JSON.parse
+ * loses integers beyond 2^53 (an Iceberg snapshotId, say); an encoder that must send a
+ * producer's JSON as received uses this text instead. Symbol-keyed: never serialized itself.
+ */
+export const RAW_DATA: unique symbol = Symbol('tailwater.rawData');
+
+/**
  * One entry of a stream. `seq` is gapless per stream from 1 and is the cursor.
  * A `log` entry carries `text` and its byte `offset` in the run's log; any other kind carries
  * `data`. Optional fields are absent rather than null, so the JSON stays small.
@@ -16,6 +23,7 @@ export interface Entry {
   id?: string;
   /** Fields a seed system's producer sent that Tailwater has no column for (ZenML's index…). */
   extra?: Record<string, unknown>;
+  [RAW_DATA]?: string;
 }
 
 /** An event as a producer sends it, before the store numbers it. */
@@ -26,6 +34,8 @@ export interface NewEvent {
   correlationId?: string;
   id?: string;
   extra?: Record<string, unknown> | undefined;
+  /** `data` as JSON text, when the producer's exact text must be kept (already validated). */
+  dataJson?: string | undefined;
 }
 
 /** Log text as a producer sends it. */

@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunStatus } from '../model/run.js';
-import { backoffDelay, sleep } from '../client/backoff.js';
+import { backoffDelay, sleep } from '../model/backoff.js';
 import type { TailwaterClient } from '../client/http-client.js';
 import { TailwaterClientError } from '../client/errors.js';
 

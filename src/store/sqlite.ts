@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import { LOG_KIND } from '../model/names.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
@@ -397,7 +398,7 @@ export class SqliteStore implements Store {
           step: event.step,
           correlationId: event.correlationId,
           id: event.id,
-          body: JSON.stringify(event.data ?? null),
+          body: event.dataJson ?? JSON.stringify(event.data ?? null),
           isLog: false,
           extra: event.extra,
         });
@@ -622,6 +623,8 @@ function entryFromRow(row: EntryRow): Entry {
     entry.text = row.body;
   } else {
     entry.data = JSON.parse(row.body);
+    // Not enumerable: the entry stays a plain value for comparisons and copies.
+    Object.defineProperty(entry, RAW_DATA, { value: row.body });
   }
   if (row.step !== null) entry.step = row.step;
   if (row.correlation_id !== null) entry.correlationId = row.correlation_id;

@@ -1,0 +1,175 @@
+import { hostname } from 'node:os';
+import { Client, ReconnectionTimeMode } from '@stomp/stompjs';
+import type { IMessage } from '@stomp/stompjs';
+import { TCPWrapper } from '@stomp/tcp-wrapper';
+import { backoffDelay, sleep } from '../model/backoff.js';
+import type { Ingest } from '../engine/ingest.js';
+import { topicKey } from '../model/stream-key.js';
+import type { StompSourceConfig } from './config.js';
+
+export type SourceState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+
+export interface SourceStatus {
+  name: string;
+  type: 'stomp';
+  state: SourceState;
+  received: number;
+  stored: number;
+  invalid: number;
+  lastError?: string | undefined;
+}
+
+/**
+ * Subscribes to a STOMP destination (ActiveMQ's ICEBERG_METADATA_EVENTS topic, seed 001) and
+ * stores each message as an event of a topic, exactly once:
+ * - a durable subscription (client-id + activemq.subscriptionName), so messages published while
+ *   Tailwater is down are delivered when it comes back;
+ * - client-individual acks, sent only after the event is durably stored;
+ * - the message's id field as the producer id, so a redelivery is acknowledged, not stored twice;
+ * - a message that is not JSON, or has no id, goes with its raw body and the reason to the
+ *   `<topic>.invalid` topic and is acknowledged: kept, visible, and not blocking the others.
+ * Messages are handled one at a time, in the order the broker sent them.
+ */
+export class StompSource {
+  readonly name: string;
+  private readonly client: Client;
+  private state: SourceState = 'connecting';
+  private lastError: string | undefined;
+  private received = 0;
+  private stored = 0;
+  private invalid = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private stopping = false;
+
+  constructor(
+    private readonly config: StompSourceConfig,
+    private readonly ingest: Ingest,
+    private readonly log: (message: string) => void = () => {},
+  ) {
+    this.name = config.name ?? config.topic;
+    const clientId = `tailwater-${this.name}-${hostname()}`;
+    this.client = new Client({
+      webSocketFactory: () => new TCPWrapper(config.host, config.port),
+      connectHeaders: {
+        login: config.login,
+        passcode: config.passcode,
+        host: config.vhost,
+        ...(config.durable ? { 'client-id': clientId } : {}),
+      },
+      heartbeatIncoming: config.heartbeatMs,
+      heartbeatOutgoing: config.heartbeatMs,
+      reconnectDelay: 250,
+      maxReconnectDelay: 10_000,
+      reconnectTimeMode: ReconnectionTimeMode.EXPONENTIAL,
+      onConnect: () => {
+        this.state = 'connected';
+        this.lastError = undefined;
+        this.log(`source ${this.name}: connected to ${config.host}:${config.port}`);
+        this.client.subscribe(config.destination, (message) => this.enqueue(message), {
+          ack: 'client-individual',
+          ...(config.durable ? { 'activemq.subscriptionName': `tailwater-${this.name}` } : {}),
+        });
+      },
+      onStompError: (frame) => {
+        this.lastError = frame.headers['message'] ?? 'STOMP error';
+        this.log(`source ${this.name}: ${this.lastError}`);
+      },
+      onWebSocketClose: () => {
+        if (this.state === 'connected') this.log(`source ${this.name}: disconnected`);
+        if (!this.stopping) this.state = 'disconnected';
+      },
+      onWebSocketError: (event: unknown) => {
+        this.lastError = describe(event);
+      },
+    });
+  }
+
+  start(): void {
+    this.client.activate();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.state = 'stopped';
+    await this.chain.catch(() => undefined);
+    await this.client.deactivate();
+  }
+
+  status(): SourceStatus {
+    return {
+      name: this.name,
+      type: 'stomp',
+      state: this.state,
+      received: this.received,
+      stored: this.stored,
+      invalid: this.invalid,
+      lastError: this.lastError,
+    };
+  }
+
+  private enqueue(message: IMessage): void {
+    this.received += 1;
+    this.chain = this.chain.then(() => this.handle(message));
+  }
+
+  /** Stores one message (retrying while the store fails), then acknowledges it. */
+  private async handle(message: IMessage): Promise<void> {
+    for (let attempt = 0; !this.stopping; attempt += 1) {
+      try {
+        await this.store(message);
+        message.ack();
+        return;
+      } catch (error) {
+        this.lastError = describe(error);
+        this.log(`source ${this.name}: could not store a message (${this.lastError}); retrying`);
+        await sleep(backoffDelay(attempt, { initialMs: 200, maxMs: 5000 }));
+      }
+    }
+  }
+
+  private async store(message: IMessage): Promise<void> {
+    const body = message.body;
+    let parsed: unknown;
+    let reason: string | undefined;
+    try {
+      parsed = JSON.parse(body);
+    } catch (error) {
+      reason = `not valid JSON: ${(error as Error).message}`;
+    }
+    const id =
+      reason === undefined && typeof parsed === 'object' && parsed !== null
+        ? (parsed as Record<string, unknown>)[this.config.idField]
+        : undefined;
+    if (reason === undefined && (typeof id !== 'string' || id.length === 0 || id.length > 256)) {
+      reason = `no string field "${this.config.idField}" to identify the event`;
+    }
+    if (reason !== undefined) {
+      const messageId = message.headers['message-id'];
+      await this.ingest.appendEvents(topicKey(`${this.config.topic}.invalid`), [
+        {
+          kind: 'invalid',
+          data: {
+            reason,
+            body,
+            destination: message.headers['destination'],
+            messageId,
+          },
+          // A redelivered invalid message is kept once too.
+          id: messageId ? `stomp:${messageId}` : undefined,
+        },
+      ]);
+      this.invalid += 1;
+      return;
+    }
+    await this.ingest.appendEvents(topicKey(this.config.topic), [
+      { kind: this.config.kind, data: parsed, dataJson: body, id: id as string },
+    ]);
+    this.stored += 1;
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  const message = (error as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
