@@ -71,7 +71,9 @@ export async function startServer(
     { logLevel: settings.logLevel },
   );
   for (const config of options.sources ?? []) {
-    sources.push(new StompSource(config, ingest, (message) => app.log.info(message)));
+    sources.push(
+      new StompSource(config, ingest, (message) => app.log.info(message), settings.maxEventBytes),
+    );
   }
   const retention = new RetentionLoop(store, settings, (error) =>
     app.log.error({ err: error }, 'retention failed'),

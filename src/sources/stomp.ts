@@ -4,6 +4,7 @@ import type { IMessage } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { backoffDelay, sleep } from '../model/backoff.js';
 import type { Ingest } from '../engine/ingest.js';
+import { TailwaterError } from '../model/errors.js';
 import { topicKey } from '../model/stream-key.js';
 import type { StompSourceConfig } from './config.js';
 
@@ -45,6 +46,8 @@ export class StompSource {
     private readonly config: StompSourceConfig,
     private readonly ingest: Ingest,
     private readonly log: (message: string) => void = () => {},
+    /** The server's maxEventBytes: a dead letter keeps at most this much of a body. */
+    private readonly maxEventBytes = 64 * 1024,
   ) {
     this.name = config.name ?? config.topic;
     const clientId = `tailwater-${this.name}-${hostname()}`;
@@ -112,7 +115,11 @@ export class StompSource {
     this.chain = this.chain.then(() => this.handle(message));
   }
 
-  /** Stores one message (retrying while the store fails), then acknowledges it. */
+  /**
+   * Stores one message, then acknowledges it. Only a store that is unavailable is retried (the
+   * message waits, unacknowledged, in order); a message Tailwater refuses for good is kept as a
+   * dead letter instead, so one bad message never stops the ones behind it.
+   */
   private async handle(message: IMessage): Promise<void> {
     for (let attempt = 0; !this.stopping; attempt += 1) {
       try {
@@ -120,6 +127,13 @@ export class StompSource {
         message.ack();
         return;
       } catch (error) {
+        if (error instanceof TailwaterError) {
+          // Even its dead letter was refused: say so, and let the subscription move on.
+          this.log(`source ${this.name}: dropped a message that cannot be kept: ${error.message}`);
+          this.invalid += 1;
+          message.ack();
+          return;
+        }
         this.lastError = describe(error);
         this.log(`source ${this.name}: could not store a message (${this.lastError}); retrying`);
         await sleep(backoffDelay(attempt, { initialMs: 200, maxMs: 5000 }));
@@ -143,29 +157,52 @@ export class StompSource {
     if (reason === undefined && (typeof id !== 'string' || id.length === 0 || id.length > 256)) {
       reason = `no string field "${this.config.idField}" to identify the event`;
     }
-    if (reason !== undefined) {
-      const messageId = message.headers['message-id'];
-      await this.ingest.appendEvents(topicKey(`${this.config.topic}.invalid`), [
-        {
-          kind: 'invalid',
-          data: {
-            reason,
-            body,
-            destination: message.headers['destination'],
-            messageId,
-          },
-          // A redelivered invalid message is kept once too.
-          id: messageId ? `stomp:${messageId}` : undefined,
-        },
-      ]);
-      this.invalid += 1;
-      return;
+    if (reason === undefined) {
+      try {
+        await this.ingest.appendEvents(topicKey(this.config.topic), [
+          { kind: this.config.kind, data: parsed, dataJson: body, id: id as string },
+        ]);
+        this.stored += 1;
+        return;
+      } catch (error) {
+        if (!(error instanceof TailwaterError)) throw error;
+        reason = `refused: ${error.message}`;
+      }
     }
-    await this.ingest.appendEvents(topicKey(this.config.topic), [
-      { kind: this.config.kind, data: parsed, dataJson: body, id: id as string },
-    ]);
-    this.stored += 1;
+    await this.deadLetter(message, reason);
   }
+
+  /** Keeps a message Tailwater cannot store as an event, with the reason, in `<topic>.invalid`. */
+  private async deadLetter(message: IMessage, reason: string): Promise<void> {
+    const messageId = message.headers['message-id'];
+    const bodyBytes = Buffer.byteLength(message.body, 'utf8');
+    // Room for the reason and headers beside the body within one event.
+    const room = Math.max(1024, this.maxEventBytes - 4096);
+    const truncated = bodyBytes > room;
+    await this.ingest.appendEvents(topicKey(`${this.config.topic}.invalid`), [
+      {
+        kind: 'invalid',
+        data: {
+          reason,
+          body: truncated ? prefix(message.body, room) : message.body,
+          ...(truncated ? { bodyBytes, truncated: true } : {}),
+          destination: message.headers['destination'],
+          messageId,
+        },
+        // A redelivered invalid message is kept once too.
+        id: messageId ? `stomp:${messageId}` : undefined,
+      },
+    ]);
+    this.invalid += 1;
+  }
+}
+
+/** The longest start of `text` within `maxBytes` of UTF-8 that ends on a character boundary. */
+function prefix(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  let end = Math.min(maxBytes, bytes.length);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end -= 1;
+  return bytes.toString('utf8', 0, end);
 }
 
 function describe(error: unknown): string {
