@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TailwaterClient } from '../../src/client/http-client.js';
+import { freePort } from '../helpers/net.js';
 import { BIN, startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 
@@ -88,15 +87,6 @@ async function runCli(args: string[], env: Record<string, string> = {}) {
   const cli = spawnCli(args, env);
   const code = await cli.exited(30_000);
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
-}
-
-/** A loopback port nothing listens on (it was just released). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('the tailwater command line against a real server', () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
+import { readAllEntries, sendEvents, sendLog } from '../helpers/api.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 
@@ -11,19 +12,6 @@ const BATCH = 25;
 interface Acked {
   seq: number;
   content: string;
-}
-
-async function readAll(base: string, path: string): Promise<Entry[]> {
-  const all: Entry[] = [];
-  let after = 0;
-  for (;;) {
-    const res = await fetch(`${base}${path}/entries?after=${after}&limit=1000`);
-    expect(res.status).toBe(200);
-    const page = (await res.json()) as { entries: Entry[]; next: number; hasMore: boolean };
-    all.push(...page.entries);
-    after = page.next;
-    if (!page.hasMore) return all;
-  }
 }
 
 function expectGapless(entries: Entry[]): void {
@@ -54,11 +42,7 @@ describe('a real tailwater serve killed with SIGKILL during a burst of appends',
       for (let n = 0; !stop; n += 1) {
         const content = `${writer} line ${n} ${'x'.repeat(n % 50)}\n`;
         try {
-          const res = await fetch(`${base}${runPath}/logs`, {
-            method: 'POST',
-            headers: { 'content-type': 'text/plain' },
-            body: content,
-          });
+          const res = await sendLog(base, runPath, content);
           if (res.status !== 200) continue;
           const { seq } = (await res.json()) as { seq: number };
           acks.push({ seq, content });
@@ -76,11 +60,7 @@ describe('a real tailwater serve killed with SIGKILL during a burst of appends',
           data: { batch, i },
         }));
         try {
-          const res = await fetch(`${base}/api/v1/topics/crash/events`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ events }),
-          });
+          const res = await sendEvents(base, '/api/v1/topics/crash', events);
           if (res.status !== 200) continue;
           const { seqs } = (await res.json()) as { seqs: number[] };
           topicAcks.push({ batch, seqs });
@@ -112,7 +92,7 @@ describe('a real tailwater serve killed with SIGKILL during a burst of appends',
 
     server = await startServerProcess(['--data', dir]);
     for (const [runPath, acks] of logAcks) {
-      const entries = await readAll(server.url, runPath);
+      const entries = await readAllEntries(server.url, runPath);
       expectGapless(entries);
       const bySeq = new Map(entries.map((entry) => [entry.seq, entry]));
       for (const ack of acks) expect(bySeq.get(ack.seq)?.text).toBe(ack.content);
@@ -124,7 +104,7 @@ describe('a real tailwater serve killed with SIGKILL during a burst of appends',
         offset += Buffer.byteLength(entry.text!, 'utf8');
       }
     }
-    const topic = await readAll(server.url, '/api/v1/topics/crash');
+    const topic = await readAllEntries(server.url, '/api/v1/topics/crash');
     expectGapless(topic);
     const byBatch = new Map<string, Entry[]>();
     for (const entry of topic) {

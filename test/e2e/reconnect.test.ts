@@ -1,38 +1,9 @@
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sendEvents, sendStatus } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-
-/** A loopback TCP proxy whose connections the test can cut at will. */
-async function cuttingProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    client.pipe(upstream).pipe(client);
-    const pair = [client, upstream];
-    for (const socket of pair) {
-      sockets.add(socket);
-      socket.on('error', () => pair.forEach((s) => s.destroy()));
-      socket.on('close', () => {
-        sockets.delete(socket);
-        pair.forEach((s) => s.destroy());
-      });
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get open() {
-      return sockets.size;
-    },
-    cutAll() {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const TOTAL = 10_000;
 const PER_BATCH = 20;
@@ -45,13 +16,9 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
   it('ends with every entry exactly once, in order, resuming by Last-Event-ID', async () => {
     t = await createTestApp({ retryMillis: 5, pollSeconds: 0.05, finishGraceSeconds: 0.2 });
     const base = new URL(await t.listen());
-    const proxy = await cuttingProxy(base);
+    const proxy = await startTcpProxy(base.origin);
     const run = '/api/v1/pipelines/reconnect.test/runs/r1';
-    await fetch(`${base.origin}${run}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ status: 'running' }),
-    });
+    await sendStatus(base.origin, run, 'running');
 
     const seen: number[] = [];
     let connections = 0;
@@ -79,11 +46,7 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
           kind: 'progress',
           data: { n: sent + i },
         }));
-        const res = await fetch(`${base.origin}${run}/events`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ events }),
-        });
+        const res = await sendEvents(base.origin, run, events);
         expect(res.status).toBe(200);
         await new Promise((resolve) => setTimeout(resolve, 6));
       }
@@ -102,11 +65,7 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
       }
     }
     await producing;
-    await fetch(`${base.origin}${run}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ status: 'success' }),
-    });
+    await sendStatus(base.origin, run, 'success');
     const end = await ended;
     await proxy.close();
 

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
+import { readAllEntries, runPath as runPathOf } from '../helpers/api.js';
+import { freePort } from '../helpers/net.js';
 import { BIN, startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { openSse } from '../helpers/sse.js';
@@ -88,27 +88,8 @@ interface Cli {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function readLogEntries(base: string, run: string): Promise<Entry[]> {
-  const all: Entry[] = [];
-  let after = 0;
-  for (let page = 0; page < 1000; page += 1) {
-    const res = await fetch(`${base}${run}/entries?after=${after}&limit=1000&kinds=log`);
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { entries: Entry[]; next: number; hasMore: boolean };
-    all.push(...body.entries);
-    if (!body.hasMore) return all;
-    after = body.next;
-  }
-  throw new Error('more than 1000 pages of entries');
-}
+const readLogEntries = (base: string, run: string): Promise<Entry[]> =>
+  readAllEntries(base, run, 'kinds=log');
 
 async function logText(base: string, run: string): Promise<string> {
   const res = await fetch(`${base}${run}/log.txt`);
@@ -233,9 +214,7 @@ describe('tailwater run against a real tailwater serve', () => {
     return cli;
   }
 
-  function runPath(runId: string): string {
-    return `/api/v1/pipelines/${encodeURIComponent(PIPELINE)}/runs/${encodeURIComponent(runId)}`;
-  }
+  const runPath = (runId: string) => runPathOf(PIPELINE, runId);
 
   it('the binary has a `run` command', async () => {
     const child = spawn(process.execPath, [BIN, 'run', '--help'], {

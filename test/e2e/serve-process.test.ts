@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sendLog, sendStatus } from '../helpers/api.js';
 import { openSse } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
 import { startServerProcess } from '../helpers/server-process.js';
@@ -29,19 +30,11 @@ describe('tailwater serve as a process', () => {
       TAILWATER_FINISH_GRACE_SECONDS: '0.6',
       TAILWATER_POLL_SECONDS: '0.05',
     });
-    const run = `${server.url}/api/v1/pipelines/finish.test/runs/r1`;
-    await fetch(`${run}/logs`, {
-      method: 'POST',
-      body: 'hello\n',
-      headers: { 'content-type': 'text/plain' },
-    });
-    reader = await openSse(`${run}/stream`);
+    const run = '/api/v1/pipelines/finish.test/runs/r1';
+    await sendLog(server, run, 'hello\n');
+    reader = await openSse(`${server.url}${run}/stream`);
     await reader.waitFor((events) => events.some((e) => e.event === 'log'));
-    const res = await fetch(run, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ status: 'success' }),
-    });
+    const res = await sendStatus(server, run, 'success');
     expect(res.status).toBe(200);
     const finishedAt = Date.now();
     await reader.waitFor((events) =>

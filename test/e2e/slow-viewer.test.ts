@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sendLog } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
@@ -86,11 +87,7 @@ describe('a slow viewer', () => {
     const base = await t.listen();
     const hub = t.hub;
     const post = async (text: string) => {
-      const res = await fetch(`${base}${RUN}/logs`, {
-        method: 'POST',
-        headers: { 'content-type': 'text/plain' },
-        body: text,
-      });
+      const res = await sendLog(base, RUN, text);
       expect(res.status).toBe(200);
     };
     // Warm up: the run exists and the server has touched every code path once.

@@ -9,6 +9,8 @@ import { buildApp } from '../../src/http/app.js';
 import type { PartialSettings, Settings } from '../../src/model/settings.js';
 import { settingsSchema } from '../../src/model/settings.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { openSse } from './sse.js';
+import type { SseReader } from './sse.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -57,4 +59,72 @@ export async function createTestApp(overrides: PartialSettings = {}): Promise<Te
     },
   };
   return testApp;
+}
+
+export interface LiveApps {
+  /** A listening app with the pool's settings, then `overrides`. */
+  start(overrides?: PartialSettings): Promise<TestApp>;
+  /** An SSE reader on `path` of `t`. */
+  open(t: TestApp, path: string, headers?: Record<string, string>): Promise<SseReader>;
+  /** Has `closeAll()` close a reader opened some other way. */
+  track(reader: SseReader): SseReader;
+  /** Closes every reader, then every app (for an `afterEach`). */
+  closeAll(): Promise<void>;
+}
+
+/** Listening apps started with `defaults`, and the SSE readers opened on them, closed together. */
+export function liveApps(defaults: PartialSettings = {}): LiveApps {
+  const apps: TestApp[] = [];
+  const readers: SseReader[] = [];
+  return {
+    async start(overrides = {}) {
+      const t = await createTestApp({ ...defaults, ...overrides });
+      apps.push(t);
+      await t.listen();
+      return t;
+    },
+    async open(t, path, headers = {}) {
+      const reader = await openSse(`${t.url}${path}`, headers);
+      readers.push(reader);
+      return reader;
+    },
+    track(reader) {
+      readers.push(reader);
+      return reader;
+    },
+    async closeAll() {
+      for (const reader of readers.splice(0)) reader.close();
+      for (const app of apps.splice(0)) {
+        app.hub.shutdown();
+        // The client may hold a spare keep-alive socket that would delay app.close() by seconds.
+        app.app.server.closeAllConnections();
+        await app.close();
+      }
+    },
+  };
+}
+
+/** A running run with `lines` log entries `line 1\n`…: seq 1 is the status entry, the logs follow. */
+export async function seedRunningRun(
+  t: TestApp,
+  pipeline: string,
+  runId: string,
+  lines: number,
+): Promise<number> {
+  await t.ingest.putRun(pipeline, runId, { status: 'running' });
+  let last = 1;
+  for (let i = 1; i <= lines; i += 1) {
+    last = (await t.ingest.appendLog(pipeline, runId, { text: `line ${i}\n` })).seq;
+  }
+  return last;
+}
+
+/** Appends log text to a run through the ingest path; answers its seq. */
+export async function appendLogLine(
+  t: TestApp,
+  pipeline: string,
+  runId: string,
+  text: string,
+): Promise<number> {
+  return (await t.ingest.appendLog(pipeline, runId, { text })).seq;
 }

@@ -89,3 +89,52 @@ export async function openSse(
   })();
   return reader;
 }
+
+/** Waits for the server to close the body; fails after `timeoutMs`. */
+export async function closedWithin(reader: SseReader, timeoutMs = 10_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the stream did not close')), timeoutMs);
+  });
+  try {
+    await Promise.race([reader.closed, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether the server has closed the body (as opposed to still streaming). */
+export function watchClosed(reader: SseReader): { readonly closed: boolean } {
+  const state = { closed: false };
+  void reader.closed.then(() => {
+    state.closed = true;
+  });
+  return state;
+}
+
+/** The frames of a native stream that are not entries. */
+export const CONTROL_FRAMES: ReadonlySet<string> = new Set(['cursor', 'gap', 'end', 'error']);
+
+/** The entry frames (everything but cursor, gap, end and error). */
+export function entryEvents(events: readonly SseEvent[]): SseEvent[] {
+  return events.filter((event) => !CONTROL_FRAMES.has(event.event));
+}
+
+/** The seqs of the entry frames, in order. */
+export function seqs(events: readonly SseEvent[]): number[] {
+  return entryEvents(events).map((event) => Number(event.id));
+}
+
+export const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
+export const hasEvent = (name: string) => (events: SseEvent[]) =>
+  events.some((e) => e.event === name);
+
+/** The data of the `end` frame, if there is one. */
+export function endOf(events: readonly SseEvent[]): Record<string, unknown> | undefined {
+  const end = events.find((event) => event.event === 'end');
+  return end && (JSON.parse(end.data) as Record<string, unknown>);
+}
+
+/** The whole numbers from `from` to `to`, both included (none if `to` < `from`). */
+export const range = (from: number, to: number): number[] =>
+  Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PartialSettings } from '../../src/model/settings.js';
 import { runKey } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
 // The Freight dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "Freight"): the deploy-log offset
@@ -23,21 +22,9 @@ interface LogPage {
   chunks: Chunk[];
 }
 
-const apps: TestApp[] = [];
+const { start, closeAll } = liveApps();
 
-afterEach(async () => {
-  for (const app of apps.splice(0)) {
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
-});
-
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp(overrides);
-  apps.push(t);
-  await t.listen();
-  return t;
-}
+afterEach(closeAll);
 
 const logPath = (id = TASK, query = '', resource = 'tasks') =>
   `${PREFIX}/${resource}/${encodeURIComponent(id)}/log/${query ? `?${query}` : ''}`;

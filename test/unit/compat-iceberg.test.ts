@@ -1,13 +1,12 @@
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { EventSource } from 'eventsource';
 import type { FetchLike } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PartialSettings } from '../../src/model/settings.js';
-import { createTestApp } from '../helpers/app.js';
+import { sendEvents } from '../helpers/api.js';
+import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
-import type { SseReader } from '../helpers/sse.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import type { TcpProxy } from '../helpers/tcp-proxy.js';
+import { until } from '../helpers/wait.js';
 
 // The Iceberg dashboard dialect (PROTOCOL.md "Dialects", seed 001): the seed's IcebergMonitor
 // listens with EventSource for `connected` and `iceberg-mutation`; here it is the `eventsource`
@@ -69,50 +68,31 @@ function commit(n: number): IcebergEvent {
   };
 }
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, closeAll } = liveApps({ pollSeconds: 0.05 });
 const sources: EventSource[] = [];
-const proxies: Array<{ close(): Promise<void> }> = [];
+const proxies: TcpProxy[] = [];
 
 afterEach(async () => {
-  for (const reader of readers.splice(0)) reader.close();
   for (const source of sources.splice(0)) source.close();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
   for (const proxy of proxies.splice(0)) await proxy.close();
 });
 
 // ---- helpers ----------------------------------------------------------------------------
 
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ pollSeconds: 0.05, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
 /** The producer side: each commit event posted to the topic under its eventId. */
 async function publish(t: TestApp, events: IcebergEvent[], kind = 'iceberg-mutation') {
-  const response = await fetch(`${t.url}/api/v1/topics/iceberg/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      events: events.map((data) => ({ kind, id: data.eventId, data })),
-    }),
-  });
+  const response = await sendEvents(
+    t,
+    '/api/v1/topics/iceberg',
+    events.map((data) => ({ kind, id: data.eventId, data })),
+  );
   expect(response.status, await response.clone().text()).toBe(200);
   return response.json();
 }
 
 async function publishOther(t: TestApp, kind: string, data: unknown) {
-  const response = await fetch(`${t.url}/api/v1/topics/iceberg/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ events: [{ kind, data }] }),
-  });
+  const response = await sendEvents(t, '/api/v1/topics/iceberg', [{ kind, data }]);
   expect(response.status).toBe(200);
 }
 
@@ -140,45 +120,9 @@ function dashboard(url: string, init?: { fetch?: FetchLike }) {
 const idsOf = (received: Received) => received.mutations.map((m) => m.lastEventId);
 const eventIds = (events: IcebergEvent[]) => events.map((e) => e.eventId);
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-/** A loopback TCP proxy whose connections the test can cut (as test/e2e/reconnect.test.ts). */
-async function cuttingProxy(target: string) {
-  const port = Number(new URL(target).port);
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, '127.0.0.1');
-    client.pipe(upstream).pipe(client);
-    const pair = [client, upstream];
-    for (const socket of pair) {
-      sockets.add(socket);
-      socket.on('error', () => pair.forEach((s) => s.destroy()));
-      socket.on('close', () => {
-        sockets.delete(socket);
-        pair.forEach((s) => s.destroy());
-      });
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxy = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cutAll() {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+/** A loopback TCP proxy whose connections the test can cut. */
+async function cuttingProxy(target: string): Promise<TcpProxy> {
+  const proxy = await startTcpProxy(target);
   proxies.push(proxy);
   return proxy;
 }
@@ -188,8 +132,7 @@ async function cuttingProxy(target: string) {
 describe('the Iceberg dashboard stream', () => {
   it('sends `connected` with {"clientId": "<uuid>"} byte for byte first, as the seed server wrote it', async () => {
     const t = await start();
-    const reader = await openSse(`${t.url}${EVENTS_PATH}`);
-    readers.push(reader);
+    const reader = await open(t, EVENTS_PATH);
     expect(reader.status).toBe(200);
     expect(reader.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await reader.waitFor((events) => events.length >= 1);
@@ -254,8 +197,7 @@ describe('the Iceberg dashboard stream', () => {
 
   it('sends only iceberg-mutation events: other kinds on the topic are not sent at all', async () => {
     const t = await start();
-    const reader = await openSse(`${t.url}${EVENTS_PATH}`);
-    readers.push(reader);
+    const reader = await open(t, EVENTS_PATH);
     await reader.waitFor((events) => events.length >= 1);
     await publish(t, [commit(1)]);
     await publishOther(t, 'table-stats', { table: 'x', rows: 1 });

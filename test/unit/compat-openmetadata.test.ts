@@ -3,13 +3,14 @@ import { Subscription } from '../../src/engine/subscription.js';
 import type { ViewerTransport } from '../../src/engine/viewer-transport.js';
 import { OpenMetadataEncoder, pipelineUuid } from '../../src/http/openmetadata.js';
 import type { Entry } from '../../src/model/entry.js';
-import type { PartialSettings } from '../../src/model/settings.js';
 import { defaultSettings } from '../../src/model/settings.js';
 import { runKey } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { http, postLog, putStatus, runPath } from '../helpers/api.js';
+import { liveApps, seedRunningRun } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
+import { closedWithin, watchClosed } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
+import { until } from '../helpers/wait.js';
 
 // The OpenMetadata dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "OpenMetadata"): the seed's
 // own browser reader (seed 000) and the original's behaviours, over real loopback sockets.
@@ -17,6 +18,7 @@ import type { SseReader } from '../helpers/sse.js';
 const PIPELINE = 'sample_data.ingest.metadata';
 const RUN = 'scheduled__2026-08-10T00:00:00+00:00';
 const KEY = runKey(PIPELINE, RUN);
+const RUN_PATH = runPath(PIPELINE, RUN);
 const PREFIX = '/compat/openmetadata/api/v1/services/ingestionPipelines/logs';
 
 /** LogStreamEvent's properties (logStreamEvent.json); it allows no others. */
@@ -43,19 +45,13 @@ interface LogStreamEvent {
   message?: string;
 }
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, closeAll } = liveApps({ finishGraceSeconds: 0.3, pollSeconds: 0.05 });
 const seedClients: Array<{ abort(): void }> = [];
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const reader of readers.splice(0)) reader.close();
   for (const client of seedClients.splice(0)) client.abort();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
 });
 
 // ---- seed 000's browser reader, runnable in Node 20 ------------------------------------------
@@ -138,22 +134,9 @@ function seedLogTail(origin: string, token: string, viewer: SeedViewer) {
 
 // ---- helpers ----------------------------------------------------------------------------
 
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ finishGraceSeconds: 0.3, pollSeconds: 0.05, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
 function streamPath(fqnOrId = PIPELINE, runId = RUN, after?: string): string {
   const path = `${PREFIX}/${encodeURIComponent(fqnOrId)}/stream/${encodeURIComponent(runId)}`;
   return after === undefined ? path : `${path}?after=${encodeURIComponent(after)}`;
-}
-
-async function open(t: TestApp, path: string): Promise<SseReader> {
-  const reader = await openSse(`${t.url}${path}`);
-  readers.push(reader);
-  return reader;
 }
 
 function eventsOf(reader: SseReader): LogStreamEvent[] {
@@ -170,16 +153,6 @@ const logCount = (n: number) => (events: Array<{ data: string }>) =>
   events.filter((event) => (JSON.parse(event.data) as LogStreamEvent).eventType === 'logs')
     .length >= n;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
 async function within<T>(promise: Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -192,57 +165,9 @@ async function within<T>(promise: Promise<T>, what: string, timeoutMs = 10_000):
   }
 }
 
-const closedWithin = (reader: SseReader, timeoutMs = 10_000) =>
-  within(reader.closed, 'the server to close the stream', timeoutMs);
-
-/** Whether the server has closed the body (as opposed to still streaming). */
-function watchClosed(reader: SseReader): { readonly closed: boolean } {
-  const state = { closed: false };
-  void reader.closed.then(() => {
-    state.closed = true;
-  });
-  return state;
-}
-
-async function http(t: TestApp, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${t.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, text };
-}
-
-const runUrl = (fqn = PIPELINE, runId = RUN) =>
-  `/api/v1/pipelines/${encodeURIComponent(fqn)}/runs/${encodeURIComponent(runId)}`;
-
-async function putStatus(t: TestApp, status: string, fqn = PIPELINE, runId = RUN) {
-  const answer = await http(t, 'PUT', runUrl(fqn, runId), { status });
-  expect(answer.status).toBe(200);
-  return JSON.parse(answer.text) as { lastSeq: number; logBytes: number };
-}
-
-/** Appends a log line through the HTTP API, as a producer would. */
-async function postLog(t: TestApp, text: string, fqn = PIPELINE, runId = RUN) {
-  const answer = await fetch(`${t.url}${runUrl(fqn, runId)}/logs`, {
-    method: 'POST',
-    headers: { 'content-type': 'text/plain; charset=utf-8' },
-    body: text,
-  });
-  expect(answer.status).toBe(200);
-  return (await answer.json()) as { seq: number };
-}
-
 /** A running run with `lines` log lines `line 1\n`…; returns the seq of the last. */
-async function seedRun(t: TestApp, lines: number, fqn = PIPELINE, runId = RUN): Promise<number> {
-  await t.ingest.putRun(fqn, runId, { status: 'running' });
-  let last = 1;
-  for (let i = 1; i <= lines; i += 1) {
-    last = (await t.ingest.appendLog(fqn, runId, { text: `line ${i}\n` })).seq;
-  }
-  return last;
-}
+const seedRun = (t: TestApp, lines: number, fqn = PIPELINE, runId = RUN) =>
+  seedRunningRun(t, fqn, runId, lines);
 
 const lines = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
@@ -255,9 +180,9 @@ const frame = (event: object) => `data: ${JSON.stringify(event)}\n\n`;
 describe("seed 000's browser reader against the OpenMetadata dialect", () => {
   it('tails a live run to complete with runFinished, then reconnects with its saved after and gets nothing twice', async () => {
     const t = await start({ finishGraceSeconds: 0.3, pollSeconds: 0.05 });
-    await putStatus(t, 'running');
-    await postLog(t, 'line 1\n');
-    await postLog(t, 'line 2\n');
+    await putStatus(t, RUN_PATH, 'running');
+    await postLog(t, RUN_PATH, 'line 1\n');
+    await postLog(t, RUN_PATH, 'line 2\n');
 
     const shown: string[] = [];
     const ends: string[] = [];
@@ -271,11 +196,11 @@ describe("seed 000's browser reader against the OpenMetadata dialect", () => {
     await until(() => shown.length === 2, 'the backlog');
     // Lines appended while it reads reach it live.
     for (let i = 3; i <= 6; i += 1) {
-      await postLog(t, `line ${i}\n`);
+      await postLog(t, RUN_PATH, `line ${i}\n`);
       await until(() => shown.length === i, `line ${i}`);
     }
     expect(ends).toEqual([]);
-    const finished = await putStatus(t, 'success');
+    const finished = await putStatus(t, RUN_PATH, 'success');
     await within(tailing, 'the stream to end on its own');
 
     expect(shown.join('')).toBe(lines(1, 6));

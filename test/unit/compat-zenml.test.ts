@@ -1,12 +1,13 @@
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatFrame } from '../../src/http/sse.js';
-import type { PartialSettings } from '../../src/model/settings.js';
 import { runKey } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { sendEvents } from '../helpers/api.js';
+import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
-import type { SseEvent, SseReader } from '../helpers/sse.js';
+import { closedWithin, entryEvents } from '../helpers/sse.js';
+import type { SseEvent } from '../helpers/sse.js';
+import { until } from '../helpers/wait.js';
 
 // The ZenML dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "ZenML"): the batch publish endpoint
 // and the SSE stream, with the original's test names where they apply.
@@ -15,7 +16,6 @@ const RUN = '5f0c6e7a-1b2d-4c3e-9f80-a1b2c3d4e5f6';
 const ZENML_PIPELINE = 'zenml';
 const KEY = runKey(ZENML_PIPELINE, RUN);
 const PREFIX = '/compat/zenml/api/v1/runs';
-const CONTROL = new Set(['cursor', 'gap', 'end', 'error']);
 
 interface StreamEvent {
   pipeline_run_id: string;
@@ -27,44 +27,21 @@ interface StreamEvent {
   payload?: unknown;
 }
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, closeAll } = liveApps({ finishGraceSeconds: 0.3, pollSeconds: 0.05 });
 const sources: EventSource[] = [];
 
 afterEach(async () => {
-  for (const reader of readers.splice(0)) reader.close();
   for (const source of sources.splice(0)) source.close();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
 });
 
 // ---- helpers ----------------------------------------------------------------------------
 
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ finishGraceSeconds: 0.3, pollSeconds: 0.05, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
 const streamPath = (runId = RUN, query = '') =>
   `${PREFIX}/${encodeURIComponent(runId)}/events/stream${query ? `?${query}` : ''}`;
 
-async function open(t: TestApp, path: string, headers: Record<string, string> = {}) {
-  const reader = await openSse(`${t.url}${path}`, headers);
-  readers.push(reader);
-  return reader;
-}
-
 async function publish(t: TestApp, events: unknown[], runId = RUN) {
-  const response = await fetch(`${t.url}${PREFIX}/${encodeURIComponent(runId)}/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ events }),
-  });
+  const response = await sendEvents(t, `${PREFIX}/${encodeURIComponent(runId)}`, events);
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, body: JSON.parse(text) };
 }
@@ -76,32 +53,9 @@ const event = (fields: Partial<StreamEvent> = {}): StreamEvent => ({
   ...fields,
 });
 
-const entryFrames = (events: readonly SseEvent[]) => events.filter((e) => !CONTROL.has(e.event));
 const producerFrames = (events: readonly SseEvent[]) =>
-  entryFrames(events).filter((e) => e.event !== 'status');
+  entryEvents(events).filter((e) => e.event !== 'status');
 const hasId = (id: number) => (events: SseEvent[]) => events.some((e) => e.id === String(id));
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-async function closedWithin(reader: SseReader, timeoutMs = 10_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the stream did not close')), timeoutMs);
-  });
-  try {
-    await Promise.race([reader.closed, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** A GET expected to be refused before any stream opens (a 200 is aborted at once). */
 async function refused(t: TestApp, path: string, headers: Record<string, string> = {}) {

@@ -3,10 +3,21 @@ import type { EndReason } from '../../src/engine/frames.js';
 import type { PartialSettings } from '../../src/model/settings.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, streamId } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { runStreamPath } from '../helpers/api.js';
+import { appendLogLine, liveApps, seedRunningRun } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
-import type { SseEvent, SseReader } from '../helpers/sse.js';
+import {
+  closedWithin,
+  CONTROL_FRAMES,
+  endOf,
+  hasEvent,
+  hasSeq,
+  range,
+  seqs,
+  watchClosed,
+} from '../helpers/sse.js';
+import type { SseReader } from '../helpers/sse.js';
+import { sleep, until } from '../helpers/wait.js';
 
 // The engine's rules from issue #3, where native-stream.test.ts does not already show them.
 // Already there: every end reason (runFinished, idleTimeout, maxDuration, maxBytes while catching
@@ -17,99 +28,23 @@ import type { SseEvent, SseReader } from '../helpers/sse.js';
 // hiccups in a row and a hiccup while catching up, and what a persistent failure leaves intact.
 
 const PIPELINE = 'etl.daily';
-const CONTROL_FRAMES = new Set(['cursor', 'gap', 'end', 'error']);
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, closeAll } = liveApps({ pollSeconds: 0.05, finishGraceSeconds: 0.2 });
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const reader of readers.splice(0)) reader.close();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
 });
 
 // ---- helpers ----------------------------------------------------------------------------
 
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ pollSeconds: 0.05, finishGraceSeconds: 0.2, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
+const runPath = (runId: string, query = '') => runStreamPath(PIPELINE, runId, query);
 
-function runPath(runId: string, query = ''): string {
-  const path = `/api/v1/pipelines/${PIPELINE}/runs/${runId}/stream`;
-  return query ? `${path}?${query}` : path;
-}
+const seedRun = (t: TestApp, runId: string, lines: number) =>
+  seedRunningRun(t, PIPELINE, runId, lines);
 
-async function open(t: TestApp, path: string, headers: Record<string, string> = {}) {
-  const reader = await openSse(`${t.url}${path}`, headers);
-  readers.push(reader);
-  return reader;
-}
-
-function seqs(events: readonly SseEvent[]): number[] {
-  return events.filter((e) => !CONTROL_FRAMES.has(e.event)).map((e) => Number(e.id));
-}
-
-const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
-const hasEvent = (name: string) => (events: SseEvent[]) => events.some((e) => e.event === name);
-
-const range = (from: number, to: number): number[] =>
-  Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-async function closedWithin(reader: SseReader, timeoutMs = 10_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the stream did not close')), timeoutMs);
-  });
-  try {
-    await Promise.race([reader.closed, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function watchClosed(reader: SseReader): { readonly closed: boolean } {
-  const state = { closed: false };
-  void reader.closed.then(() => {
-    state.closed = true;
-  });
-  return state;
-}
-
-/** A running run with `lines` log entries: seq 1 is the status entry, the logs follow. */
-async function seedRun(t: TestApp, runId: string, lines: number): Promise<number> {
-  await t.ingest.putRun(PIPELINE, runId, { status: 'running' });
-  let last = 1;
-  for (let i = 1; i <= lines; i += 1) {
-    last = (await t.ingest.appendLog(PIPELINE, runId, { text: `line ${i}\n` })).seq;
-  }
-  return last;
-}
-
-async function appendLine(t: TestApp, runId: string, text: string): Promise<number> {
-  return (await t.ingest.appendLog(PIPELINE, runId, { text })).seq;
-}
-
-function endOf(events: readonly SseEvent[]): Record<string, unknown> | undefined {
-  const end = events.find((event) => event.event === 'end');
-  return end && (JSON.parse(end.data) as Record<string, unknown>);
-}
+const appendLine = (t: TestApp, runId: string, text: string) =>
+  appendLogLine(t, PIPELINE, runId, text);
 
 /** A GET expected to be refused; a stream that opens after all is aborted at once. */
 async function refused(t: TestApp, path: string) {

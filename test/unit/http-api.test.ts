@@ -3,14 +3,14 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
+import { runPath } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
 // The happy paths of the HTTP API, as PROTOCOL.md describes them.
 
 const FQN = 'ingest.daily';
-const RUN_PATH = (runId: string, fqn = FQN) =>
-  `/api/v1/pipelines/${encodeURIComponent(fqn)}/runs/${encodeURIComponent(runId)}`;
+const RUN_PATH = (runId: string, fqn = FQN) => runPath(fqn, runId);
 const TEXT_TYPE = { 'content-type': 'text/plain; charset=utf-8' };
 const KiB = 1024;
 

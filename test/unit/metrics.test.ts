@@ -1,12 +1,12 @@
 import { request as httpRequest } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { PartialSettings } from '../../src/model/settings.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { runStreamPath, topicStreamPath } from '../helpers/api.js';
+import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
-import type { SseEvent, SseReader } from '../helpers/sse.js';
+import { hasEvent } from '../helpers/sse.js';
+import type { SseEvent } from '../helpers/sse.js';
 
 // GET /metrics: Prometheus' text format (prom-client), the engine's counts and what its viewers
 // hold right now, plus the process's own metrics, all prefixed tailwater_.
@@ -25,35 +25,16 @@ const GAUGES = [
   'tailwater_viewer_pending_bytes_max',
 ];
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, closeAll } = liveApps({ pollSeconds: 0.05 });
 const pausedRequests: ClientRequest[] = [];
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const reader of readers.splice(0)) reader.close();
   for (const req of pausedRequests.splice(0)) req.destroy();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
 });
 
 // ---- helpers ----------------------------------------------------------------------------
-
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ pollSeconds: 0.05, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
-async function open(t: TestApp, path: string, headers: Record<string, string> = {}) {
-  const reader = await openSse(`${t.url}${path}`, headers);
-  readers.push(reader);
-  return reader;
-}
 
 async function scrape(t: TestApp): Promise<string> {
   const response = await t.app.inject({ method: 'GET', url: '/metrics' });
@@ -103,14 +84,9 @@ async function untilMetric(
   }
 }
 
-const topicPath = (topic: string) => `/api/v1/topics/${topic}/stream`;
-const runPath = (pipeline: string, runId: string) =>
-  `/api/v1/pipelines/${pipeline}/runs/${runId}/stream`;
-
 const seqs = (events: readonly SseEvent[]) =>
   events.filter((e) => e.id !== undefined && e.event !== 'cursor').map((e) => Number(e.id));
 const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
-const hasEvent = (name: string) => (events: SseEvent[]) => events.some((e) => e.event === name);
 
 async function tick(t: TestApp, topic: string, data: unknown): Promise<number> {
   return (await t.ingest.appendEvents(topicKey(topic), [{ kind: 'tick', data }])).seqs[0]!;
@@ -182,7 +158,7 @@ describe('GET /metrics', () => {
     const a = await start();
     const b = await start();
     await tick(a, 'prices', 1);
-    const viewer = await open(a, topicPath('prices'));
+    const viewer = await open(a, topicStreamPath('prices'));
     await viewer.waitFor(hasSeq(1));
     expect(await metric(a, 'tailwater_stream_connections')).toBe(1);
     expect(await metric(b, 'tailwater_stream_connections')).toBe(0);
@@ -203,9 +179,9 @@ describe('connection and stream gauges', () => {
     };
     expect(await gauges()).toEqual([0, 0]);
 
-    const a1 = await open(t, topicPath('a'));
-    const a2 = await open(t, topicPath('a'));
-    const b = await open(t, runPath('etl.daily', 'r1'));
+    const a1 = await open(t, topicStreamPath('a'));
+    const a2 = await open(t, topicStreamPath('a'));
+    const b = await open(t, runStreamPath('etl.daily', 'r1'));
     expect([a1.status, a2.status, b.status]).toEqual([200, 200, 200]);
     expect(await gauges()).toEqual([3, 2]);
 
@@ -226,7 +202,7 @@ describe('connection and stream gauges', () => {
   it('show a viewer whose socket fell behind as paging, with its pending bytes, until it drains', async () => {
     const t = await start({ maxPendingBytesPerViewer: 64 * 1024, replayBufferBytes: 0 });
     await tick(t, 'big', 'first');
-    const slow = await openPaused(t, topicPath('big'));
+    const slow = await openPaused(t, topicStreamPath('big'));
     await untilMetric(t, 'tailwater_stream_connections', (v) => v === 1);
     await untilMetric(t, 'tailwater_viewers_paging', (v) => v === 0); // it has gone live
 
@@ -264,7 +240,7 @@ describe('read counters', () => {
     for (let i = 1; i <= 3; i += 1) await tick(t, 'prices', i);
     expect(await metric(t, 'tailwater_store_shared_reads_total')).toBe(0);
 
-    const viewer = await open(t, topicPath('prices'));
+    const viewer = await open(t, topicStreamPath('prices'));
     await viewer.waitFor(hasSeq(3));
     let before = (await metric(t, 'tailwater_store_shared_reads_total'))!;
     for (let i = 4; i <= 8; i += 1) {
@@ -281,13 +257,13 @@ describe('read counters', () => {
   it('counts catch-up reads of a viewer paging from the store, and none for one served live', async () => {
     const t = await start({ replayBufferBytes: 0, readBatchEntries: 5 });
     for (let i = 1; i <= 20; i += 1) await tick(t, 'prices', i);
-    const live = await open(t, topicPath('prices'), { 'Last-Event-ID': '20' });
+    const live = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '20' });
     await untilMetric(t, 'tailwater_stream_connections', (v) => v === 1);
     await tick(t, 'prices', 21);
     await live.waitFor(hasSeq(21));
     expect(await metric(t, 'tailwater_store_catch_up_reads_total')).toBe(0);
 
-    const late = await open(t, topicPath('prices'));
+    const late = await open(t, topicStreamPath('prices'));
     await late.waitFor(hasSeq(21));
     // 21 entries, 5 a page: at least 5 pages.
     expect(await metric(t, 'tailwater_store_catch_up_reads_total')).toBeGreaterThanOrEqual(5);
@@ -300,21 +276,21 @@ describe('tailwater_stream_ends_total', () => {
     for (let i = 1; i <= 20; i += 1) await tick(t, 'prices', `tick number ${i}`);
     expect(await metric(t, 'tailwater_stream_ends_total', { reason: 'maxBytes' })).toBeUndefined();
 
-    const capped = await open(t, topicPath('prices'));
+    const capped = await open(t, topicStreamPath('prices'));
     await capped.waitFor(hasEvent('end'));
     expect(JSON.parse(capped.events.at(-1)!.data)).toMatchObject({ reason: 'maxBytes' });
     await untilMetric(t, 'tailwater_stream_ends_total', (v) => v === 1, { reason: 'maxBytes' });
 
     // A viewer leaving on its own is not an end the server made.
-    const leaving = await open(t, topicPath('prices'), { 'Last-Event-ID': '20' });
+    const leaving = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '20' });
     expect(leaving.status).toBe(200);
     await untilMetric(t, 'tailwater_stream_connections', (v) => v === 1);
     leaving.close();
     await untilMetric(t, 'tailwater_stream_connections', (v) => v === 0);
 
     const watchers = [
-      await open(t, topicPath('prices'), { 'Last-Event-ID': '20' }),
-      await open(t, runPath('etl.daily', 'r1')),
+      await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '20' }),
+      await open(t, runStreamPath('etl.daily', 'r1')),
     ];
     await untilMetric(t, 'tailwater_stream_connections', (v) => v === 2);
     t.hub.shutdown();
@@ -338,10 +314,10 @@ describe('tailwater_stream_ends_total', () => {
     await t.ingest.putRun('etl.daily', 'done', { status: 'running' });
     await t.ingest.putRun('etl.daily', 'done', { status: 'success' });
     await t.ingest.putRun('etl.daily', 'idle', { status: 'running' });
-    const finished = await open(t, runPath('etl.daily', 'done'));
-    const idle = await open(t, runPath('etl.daily', 'idle'));
+    const finished = await open(t, runStreamPath('etl.daily', 'done'));
+    const idle = await open(t, runStreamPath('etl.daily', 'idle'));
     // A topic never ends on its own: only its lifetime ends it.
-    const lifetime = await open(t, topicPath('prices'));
+    const lifetime = await open(t, topicStreamPath('prices'));
     for (const reader of [finished, idle, lifetime]) await reader.waitFor(hasEvent('end'));
     await untilMetric(t, 'tailwater_stream_ends_total', (v) => v === 1, { reason: 'maxDuration' });
     const text = await scrape(t);
@@ -349,7 +325,7 @@ describe('tailwater_stream_ends_total', () => {
     expect(sample(text, 'tailwater_stream_ends_total', { reason: 'idleTimeout' })).toBe(1);
 
     await t.ingest.putRun('etl.daily', 'broken', { status: 'running' });
-    const broken = await open(t, runPath('etl.daily', 'broken'));
+    const broken = await open(t, runStreamPath('etl.daily', 'broken'));
     await broken.waitFor(hasSeq(1));
     vi.spyOn(t.store, 'readEntries').mockRejectedValue(new Error('disk I/O error'));
     await t.ingest.appendLog('etl.daily', 'broken', { text: 'unreadable\n' });

@@ -5,13 +5,25 @@ import { createParser } from 'eventsource-parser';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Entry, NewEvent } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
-import type { PartialSettings } from '../../src/model/settings.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, streamId, topicKey } from '../../src/model/stream-key.js';
-import { createTestApp } from '../helpers/app.js';
+import { httpJson, runPath as runUrl, runStreamPath } from '../helpers/api.js';
+import { appendLogLine, liveApps, seedRunningRun } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
+import {
+  closedWithin,
+  CONTROL_FRAMES,
+  endOf,
+  entryEvents,
+  hasEvent,
+  hasSeq,
+  openSse,
+  range,
+  seqs,
+  watchClosed,
+} from '../helpers/sse.js';
 import type { SseEvent, SseReader } from '../helpers/sse.js';
+import { sleep, until } from '../helpers/wait.js';
 
 // Native SSE streaming over real loopback sockets (PROTOCOL.md, "Streaming (native dialect)"),
 // with the behaviours of the OpenMetadata and ZenML originals (CONFORMANCE.md).
@@ -19,75 +31,20 @@ import type { SseEvent, SseReader } from '../helpers/sse.js';
 const PIPELINE = 'etl.daily';
 const RUN = 'scheduled__2026-08-10T00:00:00+00:00';
 const KEY = runKey(PIPELINE, RUN);
-const CONTROL_FRAMES = new Set(['cursor', 'gap', 'end', 'error']);
 
-const apps: TestApp[] = [];
-const readers: SseReader[] = [];
+const { start, open, track, closeAll } = liveApps({ pollSeconds: 0.05, finishGraceSeconds: 0.2 });
 const sources: EventSource[] = [];
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const reader of readers.splice(0)) reader.close();
   for (const source of sources.splice(0)) source.close();
   for (const req of pausedRequests.splice(0)) req.destroy();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    // The client may hold a spare keep-alive socket that would delay app.close() by seconds.
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
 });
 
 // ---- helpers ----------------------------------------------------------------------------
 
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ pollSeconds: 0.05, finishGraceSeconds: 0.2, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
-function runPath(fqn = PIPELINE, runId = RUN, query = ''): string {
-  const path = `/api/v1/pipelines/${encodeURIComponent(fqn)}/runs/${encodeURIComponent(runId)}/stream`;
-  return query ? `${path}?${query}` : path;
-}
-
-async function open(t: TestApp, path: string, headers: Record<string, string> = {}) {
-  const reader = await openSse(`${t.url}${path}`, headers);
-  readers.push(reader);
-  return reader;
-}
-
-/** The entry frames (everything but cursor, gap, end and error). */
-function entryEvents(events: readonly SseEvent[]): SseEvent[] {
-  return events.filter((event) => !CONTROL_FRAMES.has(event.event));
-}
-
-function seqs(events: readonly SseEvent[]): number[] {
-  return entryEvents(events).map((event) => Number(event.id));
-}
-
-const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
-const hasEvent = (name: string) => (events: SseEvent[]) => events.some((e) => e.event === name);
-
-function endOf(events: readonly SseEvent[]): unknown {
-  const end = events.find((event) => event.event === 'end');
-  return end && JSON.parse(end.data);
-}
-
-const range = (from: number, to: number): number[] =>
-  Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls `condition` until it holds or fails after `timeoutMs`. */
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const runPath = (fqn = PIPELINE, runId = RUN, query = '') => runStreamPath(fqn, runId, query);
 
 /** Resolves with the time the events first satisfied `predicate` (stamped as they are parsed). */
 function timeWhen(
@@ -104,52 +61,14 @@ function timeWhen(
     .then(() => at);
 }
 
-async function closedWithin(reader: SseReader, timeoutMs = 10_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the stream did not close')), timeoutMs);
-  });
-  try {
-    await Promise.race([reader.closed, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const seedRun = (t: TestApp, lines: number, fqn = PIPELINE, runId = RUN) =>
+  seedRunningRun(t, fqn, runId, lines);
 
-/** Whether the server has closed the body (as opposed to still streaming). */
-function watchClosed(reader: SseReader): { readonly closed: boolean } {
-  const state = { closed: false };
-  void reader.closed.then(() => {
-    state.closed = true;
-  });
-  return state;
-}
-
-/** A running run with `lines` log entries: seq 1 is the status entry, the logs follow. */
-async function seedRun(t: TestApp, lines: number, fqn = PIPELINE, runId = RUN): Promise<number> {
-  await t.ingest.putRun(fqn, runId, { status: 'running' });
-  let last = 1;
-  for (let i = 1; i <= lines; i += 1) {
-    last = (await t.ingest.appendLog(fqn, runId, { text: `line ${i}\n` })).seq;
-  }
-  return last;
-}
-
-async function appendLine(t: TestApp, text: string, fqn = PIPELINE, runId = RUN) {
-  return (await t.ingest.appendLog(fqn, runId, { text })).seq;
-}
+const appendLine = (t: TestApp, text: string, fqn = PIPELINE, runId = RUN) =>
+  appendLogLine(t, fqn, runId, text);
 
 async function storedEntries(t: TestApp, key: StreamKey = KEY): Promise<Entry[]> {
   return t.store.readEntries(key, { afterSeq: 0, limit: 1000 });
-}
-
-async function request(t: TestApp, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${t.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
 /**
@@ -596,8 +515,7 @@ describe('how a native stream ends', () => {
 
     const ended = timeWhen(reader, hasEvent('end'));
     const finishedAt = Date.now();
-    const runUrl = `/api/v1/pipelines/${PIPELINE}/runs/${encodeURIComponent(RUN)}`;
-    const put = await request(t, 'PUT', runUrl, { status: 'success' });
+    const put = await httpJson(t, 'PUT', runUrl(PIPELINE, RUN), { status: 'success' });
     expect(put.status).toBe(200);
     const endAt = await ended;
 
@@ -778,7 +696,7 @@ describe('how a native stream ends', () => {
   it('sends end shutdown to every open viewer when the server shuts down, and refuses new ones', async () => {
     const t = await start();
     await seedRun(t, 1);
-    await request(t, 'POST', '/api/v1/topics/prices/events', {
+    await httpJson(t, 'POST', '/api/v1/topics/prices/events', {
       events: [{ kind: 'tick', data: 1 }],
     });
     const runViewers = [await open(t, runPath()), await open(t, runPath())];
@@ -816,8 +734,7 @@ describe('how a native stream ends', () => {
     await until(() => t.hub.activeConnections === 1, 'the viewer to reserve its slot');
     t.hub.shutdown();
     release();
-    const reader = await opening;
-    readers.push(reader);
+    const reader = track(await opening);
 
     if (reader.status === 200) {
       await reader.waitFor(hasEvent('end'), 3000);
@@ -1093,8 +1010,6 @@ describe('store failures during a native stream', () => {
 // ---- the runs feed and topics ------------------------------------------------------------
 
 describe('the runs feed and topic streams', () => {
-  const runUrl = (fqn: string, runId: string) => `/api/v1/pipelines/${fqn}/runs/${runId}`;
-
   it('the runs feed sends one status entry per run status change, with the run as data', async () => {
     const t = await start();
     const feed = await open(t, '/api/v1/runs/stream');
@@ -1102,14 +1017,14 @@ describe('the runs feed and topic streams', () => {
 
     const runs: Run[] = [];
     for (const status of ['queued', 'running', 'success']) {
-      const put = await request(t, 'PUT', runUrl(PIPELINE, 'r1'), { status });
+      const put = await httpJson(t, 'PUT', runUrl(PIPELINE, 'r1'), { status });
       expect(put.status).toBe(200);
       runs.push(put.body as Run);
     }
     // No change, no entry.
-    await request(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'success' });
+    await httpJson(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'success' });
     runs.push(
-      (await request(t, 'PUT', runUrl('other.pipe', 'r2'), { status: 'running' })).body as Run,
+      (await httpJson(t, 'PUT', runUrl('other.pipe', 'r2'), { status: 'running' })).body as Run,
     );
 
     await feed.waitFor(hasSeq(4));
@@ -1134,12 +1049,12 @@ describe('the runs feed and topic streams', () => {
     const t = await start();
     const narrow = await open(t, `/api/v1/runs/stream?pipeline=${PIPELINE}`);
     const two = await open(t, `/api/v1/runs/stream?pipeline=${PIPELINE}&pipeline=third`);
-    await request(t, 'PUT', runUrl('other.pipe', 'r9'), { status: 'running' }); // 1
-    await request(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'running' }); // 2
-    await request(t, 'PUT', runUrl('third', 'r3'), { status: 'running' }); // 3
-    await request(t, 'PUT', runUrl('other.pipe', 'r9'), { status: 'success' }); // 4
-    await request(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'failed' }); // 5
-    await request(t, 'PUT', runUrl('other.pipe', 'r10'), { status: 'queued' }); // 6
+    await httpJson(t, 'PUT', runUrl('other.pipe', 'r9'), { status: 'running' }); // 1
+    await httpJson(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'running' }); // 2
+    await httpJson(t, 'PUT', runUrl('third', 'r3'), { status: 'running' }); // 3
+    await httpJson(t, 'PUT', runUrl('other.pipe', 'r9'), { status: 'success' }); // 4
+    await httpJson(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'failed' }); // 5
+    await httpJson(t, 'PUT', runUrl('other.pipe', 'r10'), { status: 'queued' }); // 6
 
     await narrow.waitFor((events) => events.some((e) => e.id === '6'));
     await two.waitFor((events) => events.some((e) => e.id === '6'));
@@ -1161,7 +1076,7 @@ describe('the runs feed and topic streams', () => {
 
   it("streams a topic's events, its history first and then live", async () => {
     const t = await start();
-    const posted = await request(t, 'POST', '/api/v1/topics/prices/events', {
+    const posted = await httpJson(t, 'POST', '/api/v1/topics/prices/events', {
       events: [
         { kind: 'tick', data: { p: 1 } },
         { kind: 'tick', data: { p: 2 }, correlationId: 'x' },
@@ -1174,7 +1089,7 @@ describe('the runs feed and topic streams', () => {
     expect(reader.status).toBe(200);
     expect(reader.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     await reader.waitFor(hasSeq(2));
-    await request(t, 'POST', '/api/v1/topics/prices/events', {
+    await httpJson(t, 'POST', '/api/v1/topics/prices/events', {
       events: [{ kind: 'trade', data: { q: 3 } }],
     });
     await reader.waitFor(hasSeq(3));

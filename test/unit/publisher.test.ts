@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TailwaterClient } from '../../src/client/http-client.js';
@@ -8,6 +6,7 @@ import { Publisher } from '../../src/client/publisher.js';
 import type { Entry } from '../../src/model/entry.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
+import { scriptedServer } from '../helpers/net.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import type { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -64,28 +63,14 @@ function slowDown(t: TestApp): Slowdown {
 }
 
 /** A plain node:http server answering every request with `status`, counting the requests. */
-async function answeringServer(status: number) {
-  let requests = 0;
-  const server = http.createServer((request, response) => {
-    requests += 1;
+function answeringServer(status: number) {
+  return scriptedServer((_n, request, response) => {
     request.resume();
     request.on('end', () => {
       response.writeHead(status, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ detail: 'Not Implemented' }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get requests() {
-      return requests;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 const FAST_BACKOFF = { initialMs: 10, maxMs: 50 };

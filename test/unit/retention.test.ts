@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
-import type { PartialSettings } from '../../src/model/settings.js';
 import { defaultSettings, loadSettings, SettingsError } from '../../src/model/settings.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { streamId, topicKey } from '../../src/model/stream-key.js';
@@ -11,26 +10,21 @@ import type { RetentionSettings } from '../../src/store/retention.js';
 import { RetentionLoop, retentionPolicy } from '../../src/store/retention.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
-import { createTestApp } from '../helpers/app.js';
-import type { TestApp } from '../helpers/app.js';
-import { openSse } from '../helpers/sse.js';
-import type { SseEvent, SseReader } from '../helpers/sse.js';
+import { topicStreamPath } from '../helpers/api.js';
+import { liveApps } from '../helpers/app.js';
+import { hasSeq, range } from '../helpers/sse.js';
+import type { SseEvent } from '../helpers/sse.js';
+import { sleep, until } from '../helpers/wait.js';
 
 // Topic retention (src/store/retention.ts, Store.trimTopic) and what viewers are told of it:
 // `gap {"reason":"retention","fromSeq","toSeq"}`, then what remains, with no other loss.
 
 const cleanups: Array<() => Promise<void> | void> = [];
-const readers: SseReader[] = [];
-const apps: TestApp[] = [];
+const { start, open, closeAll } = liveApps({ pollSeconds: 0.05 });
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const reader of readers.splice(0)) reader.close();
-  for (const app of apps.splice(0)) {
-    app.hub.shutdown();
-    app.app.server.closeAllConnections();
-    await app.close();
-  }
+  await closeAll();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -79,43 +73,6 @@ async function fill(
 async function seqsOf(store: SqliteStore, key: StreamKey): Promise<number[]> {
   return (await store.readEntries(key, { afterSeq: 0, limit: 100_000 })).map((e) => e.seq);
 }
-
-const range = (from: number, to: number): number[] =>
-  Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-async function start(overrides: PartialSettings = {}): Promise<TestApp> {
-  const t = await createTestApp({ pollSeconds: 0.05, ...overrides });
-  apps.push(t);
-  await t.listen();
-  return t;
-}
-
-async function open(t: TestApp, path: string, headers: Record<string, string> = {}) {
-  const reader = await openSse(`${t.url}${path}`, headers);
-  readers.push(reader);
-  return reader;
-}
-
-const topicPath = (topic: string, query = '') =>
-  `/api/v1/topics/${topic}/stream${query ? `?${query}` : ''}`;
-
-const CONTROL_FRAMES = new Set(['cursor', 'gap', 'end', 'error']);
-
-function seqs(events: readonly SseEvent[]): number[] {
-  return events.filter((e) => !CONTROL_FRAMES.has(e.event)).map((e) => Number(e.id));
-}
-
-const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
 
 /** The frames as short labels: an entry by its seq, a gap by its range. */
 function frames(events: readonly SseEvent[]): string[] {
@@ -503,8 +460,8 @@ describe('gap retention on a stream', () => {
       firstSeq: 16,
     });
 
-    const byHeader = await open(t, topicPath('prices'), { 'Last-Event-ID': '3' });
-    const byQuery = await open(t, topicPath('prices', 'after=3'));
+    const byHeader = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '3' });
+    const byQuery = await open(t, topicStreamPath('prices', 'after=3'));
     for (const reader of [byHeader, byQuery]) {
       await reader.waitFor(hasSeq(20));
       expect(reader.events[0]).toEqual({
@@ -529,9 +486,9 @@ describe('gap retention on a stream', () => {
     await fill(t.ingest, topicKey('prices'), 20);
     await t.store.trimTopic('prices', { maxEntries: 5 });
 
-    const justBefore = await open(t, topicPath('prices'), { 'Last-Event-ID': '15' });
-    const inside = await open(t, topicPath('prices'), { 'Last-Event-ID': '17' });
-    const tail = await open(t, topicPath('prices', 'tail=10'));
+    const justBefore = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '15' });
+    const inside = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '17' });
+    const tail = await open(t, topicStreamPath('prices', 'tail=10'));
     for (const reader of [justBefore, inside, tail]) await reader.waitFor(hasSeq(20));
     expect(frames(justBefore.events)).toEqual(labels(16, 20));
     expect(frames(inside.events)).toEqual(labels(18, 20));
@@ -543,8 +500,8 @@ describe('gap retention on a stream', () => {
     await fill(t.ingest, topicKey('prices'), 8);
     await t.store.trimTopic('prices', { maxEntries: 0, olderThanMs: Date.now() + 60_000 });
 
-    const behind = await open(t, topicPath('prices'), { 'Last-Event-ID': '2' });
-    const upToDate = await open(t, topicPath('prices'), { 'Last-Event-ID': '8' });
+    const behind = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '2' });
+    const upToDate = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '8' });
     await behind.waitFor((events) => events.some((e) => e.event === 'gap'));
     await fill(t.ingest, topicKey('prices'), 2, 9);
     await behind.waitFor(hasSeq(10));
@@ -586,7 +543,7 @@ describe('gap retention on a stream', () => {
         return page;
       });
 
-      const reader = await open(t, topicPath('iceberg'));
+      const reader = await open(t, topicStreamPath('iceberg'));
       await reader.waitFor(hasSeq(300));
       expect(trimmed).toEqual(via === 'store' ? { removed: 200, firstSeq: 201 } : 200);
       expect(pages[0]).toBe(0);
@@ -636,7 +593,7 @@ describe('gap retention on a stream', () => {
       return page;
     });
 
-    const reader = await open(t, topicPath('mixed', 'kinds=keep'));
+    const reader = await open(t, topicStreamPath('mixed', 'kinds=keep'));
     await reader.waitFor((events) => events.some((e) => e.id === '59'));
     await fill(t.ingest, key, 1, 61); // kind `tick`: filtered out, sent as a cursor frame
     await reader.waitFor((events) => events.some((e) => e.id === '61'));
@@ -662,7 +619,7 @@ describe('gap retention on a stream', () => {
     const t = await start({ pollSeconds: 60 });
     const key = topicKey('prices');
     await fill(t.ingest, key, 5);
-    const reader = await open(t, topicPath('prices'));
+    const reader = await open(t, topicStreamPath('prices'));
     await reader.waitFor(hasSeq(5));
 
     await fill(t.store, key, 20, 6); // 6…25, the bus not told
@@ -676,7 +633,7 @@ describe('gap retention on a stream', () => {
     ]);
 
     // A viewer joining now with a cursor in what remains gets the rest, without a gap.
-    const late = await open(t, topicPath('prices'), { 'Last-Event-ID': '21' });
+    const late = await open(t, topicStreamPath('prices'), { 'Last-Event-ID': '21' });
     await late.waitFor(hasSeq(25));
     expect(frames(late.events)).toEqual(labels(22, 25));
 

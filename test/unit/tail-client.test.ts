@@ -1,4 +1,3 @@
-import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -10,6 +9,7 @@ import type { TailEvent } from '../../src/client/tail.js';
 import type { Entry } from '../../src/model/entry.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
+import { freePort, scriptedServer } from '../helpers/net.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import type { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -40,35 +40,6 @@ async function waitUntil(predicate: () => boolean, timeoutMs = 10_000): Promise<
     if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms`);
     await delay(5);
   }
-}
-
-/** A port nothing listens on (it was just released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** A plain node:http server whose handler sees the request number (1, 2, …). */
-async function scriptedServer(
-  handler: (n: number, request: http.IncomingMessage, response: http.ServerResponse) => void,
-) {
-  let requests = 0;
-  const server = http.createServer((request, response) => handler(++requests, request, response));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get requests() {
-      return requests;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8' };
@@ -247,7 +218,7 @@ describe('tail()', () => {
   });
 
   it('gives up, throwing, after maxRetries consecutive failures against a closed port', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const events: TailEvent[] = [];
     const error = await collect(
       tail({
@@ -399,7 +370,7 @@ describe('tail()', () => {
   });
 
   it('stops at once when its AbortSignal aborts during a reconnect wait', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const controller = new AbortController();
     const started = performance.now();
     const events = await collect(
