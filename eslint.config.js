@@ -32,4 +32,19 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The dashboard runs in a browser.
+    files: ['web/**/*.{ts,tsx}'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        HTMLElement: 'readonly',
+        HTMLDivElement: 'readonly',
+        ReadableStream: 'readonly',
+        AbortSignal: 'readonly',
+        Event: 'readonly',
+      },
+    },
+  },
 );

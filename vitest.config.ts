@@ -1,7 +1,8 @@
+import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` runs in-process against app.inject() and temporary SQLite files;
-// `e2e` starts real `tailwater serve` processes (and, later, real services).
+// `web` renders the dashboard's components in jsdom; `e2e` starts real `tailwater serve` processes (and, later, real services).
 export default defineConfig({
   test: {
     reporters: ['default', './test/summary-reporter.ts'],
@@ -10,6 +11,16 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        plugins: [react()],
+        test: {
+          name: 'web',
+          environment: 'jsdom',
+          include: ['web/test/**/*.test.{ts,tsx}'],
+          setupFiles: ['web/test/setup.ts'],
           testTimeout: 20_000,
         },
       },

@@ -5,6 +5,7 @@ import { registerBodyParsers } from './body.js';
 import type { AppDeps } from './deps.js';
 import { registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
+import { dashboardRoutes } from './dashboard.js';
 import { freightRoutes } from './freight.js';
 import { icebergRoutes } from './iceberg.js';
 import { metricsRoutes } from './metrics.js';
@@ -17,6 +18,8 @@ import { zenmlRoutes } from './zenml.js';
 export interface BuildAppOptions {
   /** pino's level for the server log; 'silent' turns it off. */
   logLevel?: string;
+  /** The built dashboard (default `dist/web` at the package root). */
+  webRoot?: string;
 }
 
 /** The Fastify app, built from its dependencies and not yet listening (tests use inject()). */
@@ -45,5 +48,6 @@ export async function buildApp(
   await app.register(zenmlRoutes, deps);
   await app.register(freightRoutes, deps);
   await app.register(icebergRoutes, deps);
+  await app.register(dashboardRoutes, { webRoot: options.webRoot });
   return app;
 }

@@ -1,0 +1,95 @@
+import { useCallback, useState } from 'react';
+import type { Entry } from '../../src/model/entry.js';
+import { ConnectionBadge, defaultTail, useTail } from './stream.js';
+import type { TailEvent, TailFn } from './stream.js';
+
+/** The seed's Iceberg mutation event, as producers send it. */
+export interface IcebergEvent {
+  eventId?: string;
+  eventTimestamp?: string;
+  tableIdentifier?: string;
+  eventType?: string;
+  payload?: {
+    operation?: string;
+    snapshotId?: number;
+    summary?: Record<string, string>;
+  };
+}
+
+export const MAX_EVENTS_TO_DISPLAY = 50;
+
+function formatTimestamp(value: string | undefined, fallback: string): string {
+  const date = new Date(value ?? fallback);
+  return Number.isNaN(date.getTime()) ? (value ?? fallback) : date.toISOString();
+}
+
+/**
+ * A topic's feed as the seed's IcebergMonitor table (Timestamp | Table | Operation | Records
+ * Added), newest first, capped at 50: the last 50 entries from history, then live.
+ */
+export function TopicView({
+  topic,
+  tail = defaultTail,
+  max = MAX_EVENTS_TO_DISPLAY,
+}: {
+  topic: string;
+  tail?: TailFn;
+  max?: number;
+}) {
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const onEvent = useCallback(
+    (event: TailEvent) => {
+      if (event.type === 'gap' && event.gap.reason === 'reset') setEntries([]);
+      if (event.type !== 'entry') return;
+      setEntries((previous) => [event.entry, ...previous].slice(0, max));
+    },
+    [max],
+  );
+  const { status, error } = useTail(
+    tail,
+    `topic:${topic}`,
+    { target: { topic }, tail: max },
+    onEvent,
+  );
+
+  return (
+    <section className="topic-view">
+      <h1>{topic === 'iceberg' ? 'Apache Iceberg Real-time Mutations' : `Topic ${topic}`}</h1>
+      <ConnectionBadge status={status} error={error} />
+      <div className="table-scroll">
+        <table>
+          <caption className="visually-hidden">Newest first, at most {max} events</caption>
+          <thead>
+            <tr>
+              <th scope="col">Timestamp</th>
+              <th scope="col">Table</th>
+              <th scope="col">Operation</th>
+              <th scope="col">Records Added</th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.length === 0 ? (
+              <tr>
+                <td colSpan={4} className="empty">
+                  Waiting for events...
+                </td>
+              </tr>
+            ) : (
+              entries.map((entry) => {
+                const event = (entry.data ?? {}) as IcebergEvent;
+                return (
+                  <tr key={entry.seq}>
+                    <td>{formatTimestamp(event.eventTimestamp, entry.time)}</td>
+                    <td>{event.tableIdentifier ?? '—'}</td>
+                    <td>{event.payload?.operation ?? entry.kind}</td>
+                    <td>{event.payload?.summary?.['added-records'] || 'N/A'}</td>
+                  </tr>
+                );
+              })
+            )}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

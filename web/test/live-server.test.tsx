@@ -1,0 +1,78 @@
+import { cleanup, render, screen, waitFor, within } from '@testing-library/react';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { TailwaterClient } from '../../src/client/http-client.js';
+import { tail } from '../../src/client/tail.js';
+import { createTestApp } from '../../test/helpers/app.js';
+import type { TestApp } from '../../test/helpers/app.js';
+import { RunsList } from '../src/RunsList.js';
+import { RunView } from '../src/RunView.js';
+import { TopicView } from '../src/TopicView.js';
+import type { TailFn } from '../src/stream.js';
+
+// The views against a real server in this process, through the SDK's real tail().
+
+let t: TestApp;
+let client: TailwaterClient;
+let liveTail: TailFn;
+
+beforeEach(async () => {
+  t = await createTestApp();
+  const url = await t.listen();
+  client = new TailwaterClient({ server: url });
+  liveTail = (options) => tail({ ...options, server: url });
+});
+
+afterEach(async () => {
+  cleanup(); // aborts the views' streams before the server goes
+  await t.close();
+});
+
+describe('the dashboard against a live server', () => {
+  test('the run view shows history, then live lines and the final status', async () => {
+    await client.appendLog('ingest.daily', 'r1', 'history line\n');
+    await client.setStatus('ingest.daily', 'r1', 'running');
+    render(<RunView pipeline="ingest.daily" runId="latest" tail={liveTail} />);
+    expect(await screen.findByText('history line')).toBeTruthy();
+    await waitFor(() =>
+      expect(screen.getByTestId('connection-status').textContent).toContain('CONNECTED'),
+    );
+    await client.appendLog('ingest.daily', 'r1', '\u001b[32mlive line\u001b[0m\n');
+    const live = await screen.findByText('live line');
+    expect(live.style.color).toBe('rgb(0, 187, 0)');
+    await client.setStatus('ingest.daily', 'r1', 'success');
+    await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
+  });
+
+  test('the runs list follows the runs feed', async () => {
+    await client.setStatus('ingest.daily', 'r1', 'running');
+    render(<RunsList tail={liveTail} />);
+    const table = await screen.findByRole('table', { name: 'Runs of ingest.daily' });
+    expect(within(table).getByRole('link', { name: 'r1' })).toBeTruthy();
+    await client.setStatus('export.hourly', 'x1', 'running');
+    expect(await screen.findByRole('table', { name: 'Runs of export.hourly' })).toBeTruthy();
+  });
+
+  test('the Iceberg view shows the topic, newest first', async () => {
+    const event = (n: number) => ({
+      kind: 'iceberg-mutation',
+      data: {
+        eventId: `e${n}`,
+        eventTimestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(),
+        tableIdentifier: `prod.db.t${n}`,
+        eventType: 'COMMIT',
+        payload: { operation: 'append', snapshotId: n, summary: { 'added-records': `${n}0` } },
+      },
+    });
+    await client.appendEvents({ topic: 'iceberg' }, [event(1)]);
+    render(<TopicView topic="iceberg" tail={liveTail} />);
+    expect(await screen.findByText('prod.db.t1')).toBeTruthy();
+    await client.appendEvents({ topic: 'iceberg' }, [event(2)]);
+    expect(await screen.findByText('prod.db.t2')).toBeTruthy();
+    const rows = within(screen.getByRole('table')).getAllByRole('row').slice(1);
+    expect(rows.map((row) => row.querySelectorAll('td')[1]?.textContent)).toEqual([
+      'prod.db.t2',
+      'prod.db.t1',
+    ]);
+    expect(screen.getByTestId('connection-status').textContent).toContain('CONNECTED');
+  });
+});
