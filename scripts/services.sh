@@ -2,6 +2,7 @@
 # Brings up, on loopback, the real services the test suite uses, installing from Debian's
 # packages whatever is missing. Idempotent: a service already up is left as it is.
 #   ActiveMQ with STOMP on 127.0.0.1:61613 (the STOMP source's tests)
+# and installs Chromium (/usr/bin/chromium) for the dashboard's browser tests (playwright-core).
 # Recipe and pitfalls: docs/SERVICES.md.
 set -euo pipefail
 
@@ -22,13 +23,19 @@ wait_for_port() { # port seconds what logfile
   done
 }
 
+APT_UPDATED=0
+
 install_missing() {
   local missing=()
   [ -x /etc/init.d/activemq ] && [ -f "$INSTANCE/activemq.xml" ] || missing+=(activemq)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
   if ((${#missing[@]} > 0)); then
     echo "services: installing ${missing[*]} from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    if ((APT_UPDATED == 0)); then
+      apt-get update -qq
+      APT_UPDATED=1
+    fi
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   fi
 }
@@ -61,4 +68,11 @@ start_activemq() {
   echo "services: ActiveMQ STOMP on 127.0.0.1:${STOMP_PORT}"
 }
 
+ensure_chromium() {
+  # The dashboard's browser tests drive Debian's Chromium; no browser is downloaded by npm.
+  [ -x /usr/bin/chromium ] || install_missing
+  [ -x /usr/bin/chromium ] || { echo "services: /usr/bin/chromium is missing" >&2; return 1; }
+}
+
+ensure_chromium
 start_activemq
