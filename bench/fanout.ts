@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BareOptions, BareProc, TailwaterProc, ViewerClient } from './procs.js';
-import { cpuMs, startBare, startTailwater, startViewerClient } from './procs.js';
+import { cpuMs, openViewers, startStreamServer, startViewerClient } from './procs.js';
 import { fmt, median, perSecond, writeSection } from './report.js';
 import type { Row } from './report.js';
-import type { FanoutReply, OpenedReply } from './viewer-client.js';
+import type { FanoutReply } from './viewer-client.js';
 
 const VIEWERS = Number(process.env['BENCH_FANOUT_VIEWERS'] ?? 1000);
 const ENTRIES = Number(process.env['BENCH_FANOUT_ENTRIES'] ?? 1000);
@@ -38,33 +38,14 @@ async function measure(target: Target, dir: string): Promise<Measured> {
   let server: BareProc | TailwaterProc | undefined;
   let client: ViewerClient | undefined;
   try {
-    let port: number;
-    let appendUrl: string;
-    let path: string;
-    if ('bare' in target) {
-      const bare = await startBare(target.bare);
-      server = bare;
-      port = bare.ssePort;
-      appendUrl = `${bare.controlUrl}/events`;
-      path = '/stream';
-    } else {
-      const tailwater = await startTailwater(join(dir, 'data'));
-      server = tailwater;
-      port = tailwater.port;
-      const run = '/api/v1/pipelines/bench.fanout/runs/r1';
-      appendUrl = `${tailwater.url}${run}/events`;
-      path = `${run}/stream`;
-    }
-    client = await startViewerClient();
-    const opened = await client.ask<OpenedReply>(
-      { op: 'open', port, paths: [path], perPath: VIEWERS, parallel: 50, timeoutMs: 20_000 },
-      25_000,
+    const stream = await startStreamServer(
+      'bare' in target ? { bare: target.bare } : { tailwater: 'bench.fanout' },
+      dir,
     );
-    if (opened.failed > 0) {
-      throw new Error(
-        `${target.name}: ${opened.failed} viewers failed to open: ${opened.firstFailure}`,
-      );
-    }
+    server = stream.server;
+    const { appendUrl } = stream;
+    client = await startViewerClient();
+    await openViewers(client, stream, VIEWERS, target.name);
     const run = (entries: number) =>
       client!.ask<FanoutReply>(
         { op: 'fanout', appendUrl, entries, batch: BATCH, pad: PAD, timeoutMs: FANOUT_TIMEOUT_MS },

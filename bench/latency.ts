@@ -12,13 +12,13 @@ import {
   cpuMs,
   machineCpuMs,
   netDrops,
-  startBare,
-  startTailwater,
+  openViewers,
+  startStreamServer,
   startViewerClient,
 } from './procs.js';
 import { fmt, writeSection } from './report.js';
 import type { Row } from './report.js';
-import type { LatencyReply, OpenedReply, Percentiles } from './viewer-client.js';
+import type { LatencyReply, Percentiles } from './viewer-client.js';
 
 const VIEWERS = Number(process.env['BENCH_LATENCY_VIEWERS'] ?? 1000);
 /** Appends per second, run in this order on the same connections: the light load first. */
@@ -45,31 +45,14 @@ async function measure(target: 'bare' | 'tailwater', dir: string): Promise<Measu
   let server: BareProc | TailwaterProc | undefined;
   let client: ViewerClient | undefined;
   try {
-    let port: number;
-    let appendUrl: string;
-    let path: string;
-    if (target === 'bare') {
-      const bare = await startBare();
-      server = bare;
-      port = bare.ssePort;
-      appendUrl = `${bare.controlUrl}/events`;
-      path = '/stream';
-    } else {
-      const tailwater = await startTailwater(join(dir, 'data'));
-      server = tailwater;
-      port = tailwater.port;
-      const run = '/api/v1/pipelines/bench.latency/runs/r1';
-      appendUrl = `${tailwater.url}${run}/events`;
-      path = `${run}/stream`;
-    }
-    client = await startViewerClient();
-    const opened = await client.ask<OpenedReply>(
-      { op: 'open', port, paths: [path], perPath: VIEWERS, parallel: 50, timeoutMs: 20_000 },
-      25_000,
+    const stream = await startStreamServer(
+      target === 'bare' ? { bare: {} } : { tailwater: 'bench.latency' },
+      dir,
     );
-    if (opened.failed > 0) {
-      throw new Error(`${target}: ${opened.failed} viewers failed to open: ${opened.firstFailure}`);
-    }
+    server = stream.server;
+    const { appendUrl } = stream;
+    client = await startViewerClient();
+    await openViewers(client, stream, VIEWERS, target);
     const results: Measured[] = [];
     for (const rate of RATES) {
       const warmup = Math.round(rate * WARMUP_SECONDS);

@@ -6,8 +6,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ClientCommand, ClientReply } from './viewer-client.js';
+import type { ClientCommand, ClientReply, OpenedReply } from './viewer-client.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** BENCH_TAILWATER_BIN measures another build (say, a copy with a proposed change). */
@@ -293,4 +294,59 @@ export function machineCpuMs(): { busy: number; total: number } {
   const total = ticks.reduce((a, b) => a + b, 0);
   const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
   return { busy: (total - idle) * 10, total: total * 10 };
+}
+
+/** A server under test with one stream to watch: where to open viewers and where to append. */
+export interface StreamServer {
+  server: BareProc | TailwaterProc;
+  port: number;
+  appendUrl: string;
+  path: string;
+}
+
+/** The bare writer, or a real `tailwater serve` with the run `pipeline`/r1 as the stream. */
+export async function startStreamServer(
+  target: { bare: BareOptions } | { tailwater: string },
+  dir: string,
+): Promise<StreamServer> {
+  if ('bare' in target) {
+    const bare = await startBare(target.bare);
+    return {
+      server: bare,
+      port: bare.ssePort,
+      appendUrl: `${bare.controlUrl}/events`,
+      path: '/stream',
+    };
+  }
+  const tailwater = await startTailwater(join(dir, 'data'));
+  const run = `/api/v1/pipelines/${target.tailwater}/runs/r1`;
+  return {
+    server: tailwater,
+    port: tailwater.port,
+    appendUrl: `${tailwater.url}${run}/events`,
+    path: `${run}/stream`,
+  };
+}
+
+/** Opens `viewers` SSE viewers of the stream in the client process; any failure is fatal. */
+export async function openViewers(
+  client: ViewerClient,
+  stream: StreamServer,
+  viewers: number,
+  name: string,
+): Promise<void> {
+  const opened = await client.ask<OpenedReply>(
+    {
+      op: 'open',
+      port: stream.port,
+      paths: [stream.path],
+      perPath: viewers,
+      parallel: 50,
+      timeoutMs: 20_000,
+    },
+    25_000,
+  );
+  if (opened.failed > 0) {
+    throw new Error(`${name}: ${opened.failed} viewers failed to open: ${opened.firstFailure}`);
+  }
 }

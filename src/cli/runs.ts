@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
+import { formatBytes } from '../model/format.js';
 import { TailwaterClientError } from '../client/errors.js';
 import { validateFqn } from '../model/names.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
@@ -130,16 +131,4 @@ function formatSeconds(total: number): string {
   if (h > 0) return `${h}h${String(m).padStart(2, '0')}m${String(s).padStart(2, '0')}s`;
   if (m > 0) return `${m}m${String(s).padStart(2, '0')}s`;
   return `${s}s`;
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
 }

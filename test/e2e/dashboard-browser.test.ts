@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
+import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
 
 // The dashboard in a real browser (Debian's Chromium, driven by playwright-core) against a
 // real `tailwater serve` serving dist/web. Needs `npm run build` and `bash scripts/services.sh`
@@ -21,26 +22,7 @@ const RUN_ID = 'r1';
 const RUN = runPath(PIPELINE, RUN_ID);
 const UI_TIMEOUT = 15_000;
 
-/** The seed's iceberg-mutation-event.json (its snapshotId cut to fit a JS number exactly). */
-const SEED_EVENT = {
-  eventId: 'a7c8f2b1-3e4d-4f1a-b8c9-2d0e1a5b6c7d',
-  eventTimestamp: '2023-10-27T10:25:40.123Z',
-  sourceApplication: 'spark-daily-etl-job-05',
-  tableIdentifier: 'production.reporting.daily_user_activity',
-  eventType: 'COMMIT_SUCCESS',
-  payload: {
-    operation: 'append',
-    snapshotId: 8734628364872364,
-    summary: {
-      'added-data-files': '128',
-      'added-records': '15782093',
-      'total-records': '983456123',
-      'changed-partition-count': '3',
-    },
-    manifestList: 's3://bucket/path/to/snap-8734628364872364-1-a9b8c7d6.avro',
-    schemaChanged: false,
-  },
-};
+const SEED_EVENT = SEED_ICEBERG_EVENT;
 
 const lines = (from: number, to: number): string => {
   let text = '';

@@ -1,38 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
-import { Client } from '@stomp/stompjs';
-import { TCPWrapper } from '@stomp/tcp-wrapper';
 
 export const STOMP_PORT = 61613;
-export const ICEBERG_DESTINATION = '/topic/ICEBERG_METADATA_EVENTS';
-
-/** A STOMP producer, like the seed's Spark job, publishing to ActiveMQ on loopback. */
-export async function stompProducer(): Promise<{
-  publish(body: string, destination?: string): void;
-  close(): Promise<void>;
-}> {
-  const client = new Client({
-    webSocketFactory: () => new TCPWrapper('127.0.0.1', STOMP_PORT),
-    connectHeaders: { login: 'admin', passcode: 'admin', host: '/' },
-    reconnectDelay: 0,
-    heartbeatIncoming: 0,
-    heartbeatOutgoing: 0,
-  });
-  await new Promise<void>((resolve, reject) => {
-    client.onConnect = () => resolve();
-    client.onStompError = (frame) => reject(new Error(frame.headers['message']));
-    client.onWebSocketError = () => reject(new Error('cannot reach ActiveMQ on 127.0.0.1:61613'));
-    client.activate();
-  });
-  return {
-    publish(body, destination = ICEBERG_DESTINATION) {
-      client.publish({ destination, body, headers: { persistent: 'true' } });
-    },
-    async close() {
-      await client.deactivate();
-    },
-  };
-}
 
 export function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {

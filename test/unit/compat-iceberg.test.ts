@@ -7,6 +7,7 @@ import type { TestApp } from '../helpers/app.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import type { TcpProxy } from '../helpers/tcp-proxy.js';
 import { until } from '../helpers/wait.js';
+import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
 
 // The Iceberg dashboard dialect (PROTOCOL.md "Dialects", seed 001): the seed's IcebergMonitor
 // listens with EventSource for `connected` and `iceberg-mutation`; here it is the `eventsource`
@@ -32,25 +33,7 @@ interface IcebergEvent {
   };
 }
 
-const SEED_EVENT: IcebergEvent = {
-  eventId: 'a7c8f2b1-3e4d-4f1a-b8c9-2d0e1a5b6c7d',
-  eventTimestamp: '2023-10-27T10:25:40.123Z',
-  sourceApplication: 'spark-daily-etl-job-05',
-  tableIdentifier: 'production.reporting.daily_user_activity',
-  eventType: 'COMMIT_SUCCESS',
-  payload: {
-    operation: 'append',
-    snapshotId: 8734628364872364,
-    summary: {
-      'added-data-files': '128',
-      'added-records': '15782093',
-      'total-records': '983456123',
-      'changed-partition-count': '3',
-    },
-    manifestList: 's3://bucket/path/to/snap-8734628364872364-1-a9b8c7d6.avro',
-    schemaChanged: false,
-  },
-};
+const SEED_EVENT: IcebergEvent = SEED_ICEBERG_EVENT;
 
 /** The n-th commit event, in the seed's shape. */
 function commit(n: number): IcebergEvent {
