@@ -96,7 +96,7 @@ async function runTail(fqn: string, runIdArg: string, flags: TailFlags): Promise
         `${reason}; reconnecting in ${(event.delayMs / 1000).toFixed(1)} s ` +
           `(attempt ${event.attempt} of ${TAIL_MAX_RETRIES})`,
       );
-    } else end = event.end;
+    } else if (event.type === 'end') end = event.end;
   }
   if (!end) return EXIT_INTERRUPTED;
   printer.finish();

@@ -23,6 +23,8 @@ export type GapFrame =
 
 /** What `tail()` yields: entries, and the two things a viewer must be told out loud. */
 export type TailEvent =
+  /** The server accepted the connection (first or after a reconnect); frames follow. */
+  | { type: 'open' }
   | { type: 'entry'; entry: Entry }
   | { type: 'gap'; gap: GapFrame }
   | { type: 'end'; end: EndFrame }
@@ -92,6 +94,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
         retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
         failure = error.message;
       } else {
+        yield { type: 'open' };
         const pending: EventSourceMessage[] = [];
         const parser = createParser({ onEvent: (message) => pending.push(message) });
         const decoder = new TextDecoder();

@@ -1,6 +1,7 @@
-import { readFile, stat } from 'node:fs/promises';
-import { dirname, extname, resolve, sep } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { dirname, extname, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 export interface DashboardOptions {
@@ -10,20 +11,6 @@ export interface DashboardOptions {
 
 /** `dist/web` at the package root, from both `src/http` (tests) and `dist/http` (built). */
 export const DEFAULT_WEB_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/web');
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.txt': 'text/plain; charset=utf-8',
-};
 
 /** Vite puts content-hashed files under `assets/`: they never change, so they cache forever. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -51,46 +38,61 @@ export async function dashboardRoutes(
   app.get('/', (_request, reply) => reply.redirect('/ui/'));
   app.get('/ui', (_request, reply) => reply.redirect('/ui/'));
 
-  async function sendIndex(reply: FastifyReply): Promise<FastifyReply> {
-    let html: Buffer;
-    try {
-      html = await readFile(indexPath);
-    } catch {
-      return reply.code(503).send({
-        error: {
-          code: 'TW_DASHBOARD_NOT_BUILT',
-          message: `The dashboard is not built (no ${indexPath}): run \`npm run build\`.`,
-        },
-      });
+  function setHeaders(reply: FastifyReply, path: string): void {
+    // RFC 9239 made text/javascript the one JavaScript type; @fastify/send's mime@3 still says
+    // application/javascript.
+    if (extname(path) === '.js' || extname(path) === '.mjs') {
+      void reply.header('content-type', 'text/javascript; charset=utf-8');
     }
-    return reply
-      .header('content-type', CONTENT_TYPES['.html'])
-      .header('cache-control', 'no-cache')
-      .send(html);
+    const cacheControl =
+      path === indexPath
+        ? 'no-cache'
+        : relative(root, path).startsWith(`assets${sep}`)
+          ? IMMUTABLE
+          : 'public, max-age=300';
+    void reply.header('cache-control', cacheControl);
   }
 
-  app.get<{ Params: { '*': string } }>('/ui/*', async (request, reply) => {
-    const rest = request.params['*'];
-    let relative: string;
-    try {
-      relative = decodeURIComponent(rest.split('?')[0] ?? '');
-    } catch {
-      relative = '';
-    }
-    const file = resolve(root, relative);
-    const inside = file.startsWith(root + sep);
-    if (inside && file !== indexPath && extname(file) !== '' && (await isFile(file))) {
-      const body = await readFile(file);
-      return reply
-        .header('content-type', CONTENT_TYPES[extname(file)] ?? 'application/octet-stream')
-        .header('cache-control', relative.startsWith('assets/') ? IMMUTABLE : 'public, max-age=300')
-        .send(body);
-    }
-    if (relative.startsWith('assets/')) {
-      return reply.code(404).send({
-        error: { code: 'TW_NOT_FOUND', message: `No dashboard asset ${relative}.` },
+  // A prefixed context of its own, so that its 404 handler (the app fallback) owns only `/ui/…`.
+  await app.register(
+    async (ui) => {
+      await ui.register(fastifyStatic, {
+        root,
+        prefix: '/',
+        cacheControl: false,
+        // Not part of a Vite build; never expose an editor's or tool's stray dotfile.
+        dotfiles: 'ignore',
+        setHeaders,
       });
-    }
-    return sendIndex(reply);
-  });
+
+      // @fastify/static hands every path it has no file for to the 404 handler.
+      ui.setNotFoundHandler(async (request, reply) => {
+        const path = request.url.split('?')[0] ?? '';
+        if (request.method !== 'GET' && request.method !== 'HEAD') {
+          return reply.code(404).send({
+            error: { code: 'TW_NOT_FOUND', message: `No route ${request.method} ${path}.` },
+          });
+        }
+        // A missing hashed asset is a stale page asking for an old build: the HTML would only
+        // fail to parse as script or style.
+        if (path.startsWith('/ui/assets/')) {
+          return reply.code(404).send({
+            error: { code: 'TW_NOT_FOUND', message: `No dashboard asset ${path.slice(4)}.` },
+          });
+        }
+        // Checked first: sendFile on a missing file re-enters this handler, where Fastify gives up
+        // with a bare 404 instead of the 503 that tells people to build.
+        if (!(await isFile(indexPath))) {
+          return reply.code(503).send({
+            error: {
+              code: 'TW_DASHBOARD_NOT_BUILT',
+              message: `The dashboard is not built (no ${indexPath}): run \`npm run build\`.`,
+            },
+          });
+        }
+        return reply.sendFile('index.html');
+      });
+    },
+    { prefix: '/ui' },
+  );
 }

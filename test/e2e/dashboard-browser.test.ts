@@ -1,11 +1,15 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
+import {
+  checkBrowserPrerequisites,
+  launchChromium,
+  newPage,
+  screenshot,
+} from '../helpers/browser.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
@@ -14,9 +18,6 @@ import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
 // real `tailwater serve` serving dist/web. Needs `npm run build` and `bash scripts/services.sh`
 // (which installs /usr/bin/chromium); never `npx playwright install`.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const OUTPUT = join(ROOT, 'test-output');
-const CHROMIUM = '/usr/bin/chromium';
 const PIPELINE = 'browser.test';
 const RUN_ID = 'r1';
 const RUN = runPath(PIPELINE, RUN_ID);
@@ -75,13 +76,6 @@ async function lineInView(page: Page, text: string): Promise<boolean> {
   return line.y >= log.y - 1 && line.y + line.height <= log.y + log.height + 1;
 }
 
-async function screenshot(page: Page, name: string): Promise<string> {
-  const path = join(OUTPUT, name);
-  await page.screenshot({ path, fullPage: true });
-  console.log(`dashboard screenshot: ${path}`);
-  return path;
-}
-
 describe('the dashboard in Chromium', () => {
   let server: ServerProcess | undefined;
   let browser: Browser | undefined;
@@ -89,37 +83,15 @@ describe('the dashboard in Chromium', () => {
   let dataDir: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: run \`bash scripts/services.sh\` first`);
-    }
-    if (!existsSync(join(ROOT, 'dist/web/index.html'))) {
-      throw new Error('dist/web is missing: run `npm run build` first');
-    }
-    mkdirSync(OUTPUT, { recursive: true });
+    checkBrowserPrerequisites();
     dataDir = mkdtempSync(join(tmpdir(), 'tailwater-browser-'));
     server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
       TAILWATER_POLL_SECONDS: '0.05',
       TAILWATER_FINISH_GRACE_SECONDS: '0.5',
     });
     expect(new URL(server.url).hostname).toBe('127.0.0.1');
-    // launch() gives the browser a fresh, temporary profile of its own (a user-data-dir).
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      timeout: 60_000,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(UI_TIMEOUT);
-    page = await context.newPage();
+    browser = await launchChromium();
+    page = await newPage(browser, UI_TIMEOUT);
   });
 
   afterAll(async () => {
@@ -135,7 +107,7 @@ describe('the dashboard in Chromium', () => {
     const table = page.getByRole('table', { name: `Runs of ${PIPELINE}` });
     await table.waitFor();
     await table.getByRole('link', { name: RUN_ID }).waitFor();
-    await page.getByTestId('connection-status').getByText('CONNECTED', { exact: true }).waitFor();
+    await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     await screenshot(page, 'dashboard-runs-list.png');
   });
 
@@ -143,7 +115,7 @@ describe('the dashboard in Chromium', () => {
     await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
     const log = page.getByRole('log', { name: 'Run log' });
     await log.waitFor();
-    await page.getByTestId('connection-status').getByText('CONNECTED', { exact: true }).waitFor();
+    await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     await page.getByTestId('run-status').getByText('running').waitFor();
     // The history arrived and the view followed it to its end.
     await logLine(page, 'line 200').waitFor();
@@ -187,11 +159,42 @@ describe('the dashboard in Chromium', () => {
     await putStatus(server!, RUN, 'success');
     await page.getByTestId('run-status').getByText('success', { exact: true }).waitFor();
     await page
-      .getByTestId('connection-status')
-      .getByText('DISCONNECTED', { exact: true })
+      .getByTestId('connection-state')
+      .getByText('Ended: the run finished', { exact: true })
       .waitFor();
-    expect(await page.getByTestId('connection-status').textContent()).not.toMatch(/\(/);
     await screenshot(page, 'dashboard-run-view.png');
+  });
+
+  it('finds text in the log, shows the match, and stays usable in a narrow window', async () => {
+    await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
+    await logLine(page, 'line 260').waitFor();
+    const search = page.getByRole('searchbox', { name: 'Search the log' });
+    await search.fill('line 42');
+    await page.getByTestId('search-count').getByText('1 of 1', { exact: true }).waitFor();
+    // The view left the bottom to show line 42, marked.
+    await page.getByTestId('follow-state').getByText('Paused').waitFor();
+    const mark = page.getByRole('log', { name: 'Run log' }).locator('mark.match-active');
+    await mark.waitFor();
+    expect(await mark.textContent()).toBe('line 42');
+    expect(await lineInView(page, 'line 42')).toBe(true);
+    await search.press('Escape');
+    await expect.poll(() => mark.count(), { timeout: 5_000 }).toBe(0);
+    expect(await search.inputValue()).toBe('');
+
+    // A phone-sized window: nothing is cut off sideways, and the log still fills the width.
+    await page.setViewportSize({ width: 390, height: 800 });
+    try {
+      const widths = await page.locator('html').evaluate((html) => ({
+        page: html.scrollWidth,
+        viewport: html.clientWidth,
+      }));
+      expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+      const logBox = await page.getByTestId('log').boundingBox();
+      expect(logBox!.width).toBeGreaterThan(300);
+      await screenshot(page, 'dashboard-run-view-narrow.png');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
   });
 
   it('shows an event published to topic iceberg as a row of the Iceberg table', async () => {

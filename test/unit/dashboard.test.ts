@@ -102,6 +102,81 @@ describe('dashboard routes', () => {
     }
   });
 
+  test('assets carry an ETag and Last-Modified, and a revalidation answers 304', async () => {
+    const first = await app.inject({ url: '/ui/assets/app-abc123.js' });
+    const etag = first.headers['etag'];
+    expect(etag).toEqual(expect.any(String));
+    expect(first.headers['last-modified']).toEqual(expect.any(String));
+
+    const again = await app.inject({
+      url: '/ui/assets/app-abc123.js',
+      headers: { 'if-none-match': String(etag) },
+    });
+    expect(again.statusCode).toBe(304);
+    expect(again.body).toBe('');
+    expect(again.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+  });
+
+  test('index.html revalidates with a 304 from any deep link', async () => {
+    const index = await app.inject({ url: '/ui/' });
+    const again = await app.inject({
+      url: '/ui/pipelines/ingest.daily/runs/latest',
+      headers: { 'if-none-match': String(index.headers['etag']) },
+    });
+    expect(again.statusCode).toBe(304);
+    expect(again.headers['cache-control']).toBe('no-cache');
+  });
+
+  test('a Range request answers 206 with the slice', async () => {
+    const response = await app.inject({
+      url: '/ui/assets/app-abc123.js',
+      headers: { range: 'bytes=0-6' },
+    });
+    expect(response.statusCode).toBe(206);
+    expect(response.headers['content-range']).toBe('bytes 0-6/19');
+    expect(response.body).toBe('console');
+  });
+
+  test('encoded traversal does not leak files above the web root', async () => {
+    // dist/web two levels down, so ../../package.json names a real file.
+    const top = mkdtempSync(join(tmpdir(), 'tailwater-pkg-'));
+    const webRoot = join(top, 'dist', 'web');
+    mkdirSync(join(webRoot, 'assets'), { recursive: true });
+    writeFileSync(join(webRoot, 'index.html'), INDEX);
+    writeFileSync(join(top, 'package.json'), '{"name":"TOP-SECRET-PACKAGE"}');
+    const nested = await dashboard(webRoot);
+    try {
+      for (const url of [
+        '/ui/..%2f..%2fpackage.json',
+        '/ui/..%2F..%2Fpackage.json',
+        '/ui/%2e%2e%2f%2e%2e%2fpackage.json',
+        '/ui/..%5c..%5cpackage.json',
+        '/ui/assets/..%2f..%2f..%2fpackage.json',
+        '/ui/pipelines/..%2f..%2f..%2fpackage.json',
+      ]) {
+        const response = await nested.inject({ url });
+
+        expect(response.body, url).not.toContain('TOP-SECRET-PACKAGE');
+      }
+    } finally {
+      await nested.close();
+      rmSync(top, { recursive: true, force: true });
+    }
+  });
+
+  test('dotfiles in the build are never served', async () => {
+    writeFileSync(join(dir, '.env'), 'TOKEN=DOTFILE-SECRET');
+    const response = await app.inject({ url: '/ui/.env' });
+    expect(response.body).not.toContain('DOTFILE-SECRET');
+    expect(response.body).toBe(INDEX);
+  });
+
+  test('other methods on /ui/ paths are a 404, not the app', async () => {
+    const response = await app.inject({ method: 'POST', url: '/ui/topics/iceberg' });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error.code).toBe('TW_NOT_FOUND');
+  });
+
   test('without a build, /ui/ paths answer 503 with a clear JSON error', async () => {
     const unbuilt = await dashboard(join(dir, 'missing'));
     try {

@@ -108,6 +108,30 @@ describe('tail()', () => {
     expect(events.filter((e) => e.type === 'reconnecting')).toEqual([]);
   });
 
+  it('yields open as soon as the server accepts, before any entry exists', async () => {
+    t = await createTestApp(FAST);
+    const url = await t.listen();
+    const controller = new AbortController();
+    const events: TailEvent[] = [];
+    const following = collect(
+      tail({
+        server: url,
+        target: { pipeline: 'tail.open', runId: 'r1' }, // no such run yet: nothing to send
+        signal: controller.signal,
+      }),
+      events,
+    );
+    await waitUntil(() => events.length >= 1);
+    expect(events).toEqual([{ type: 'open' }]);
+    await new TailwaterClient({ server: url }).appendLog('tail.open', 'r1', 'hello\n');
+    await waitUntil(() => entriesOf(events).some((e) => e.kind === 'log'));
+    controller.abort();
+    await following;
+    // The append created the run: its `running` status, then the text.
+    expect(events.map((e) => e.type)).toEqual(['open', 'entry', 'entry']);
+    expect(entriesOf(events).map((e) => e.kind)).toEqual(['status', 'log']);
+  });
+
   it('surfaces a reset gap (cursor past the end) and follows the stream from its start to end', async () => {
     t = await createTestApp(FAST);
     const url = await t.listen();
@@ -125,7 +149,8 @@ describe('tail()', () => {
       }),
     );
 
-    expect(events[0]).toEqual({ type: 'gap', gap: { reason: 'reset' } });
+    expect(events[0]).toEqual({ type: 'open' });
+    expect(events[1]).toEqual({ type: 'gap', gap: { reason: 'reset' } });
     expect(entriesOf(events).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
     expect(
       entriesOf(events)
@@ -322,8 +347,15 @@ describe('tail()', () => {
     );
 
     expect(lastEventIds).toEqual([undefined, '1']);
-    expect(events.map((e) => e.type)).toEqual(['entry', 'reconnecting', 'entry', 'end']);
-    expect(events[1]).toMatchObject({ reason: expect.stringContaining('shutdown') });
+    expect(events.map((e) => e.type)).toEqual([
+      'open',
+      'entry',
+      'reconnecting',
+      'open',
+      'entry',
+      'end',
+    ]);
+    expect(events[2]).toMatchObject({ reason: expect.stringContaining('shutdown') });
     expect(entriesOf(events).map((e) => e.text)).toEqual(['before\n', 'after\n']);
     expect(events.at(-1)).toMatchObject({ end: { reason: 'runFinished', status: 'success' } });
   });
@@ -363,7 +395,7 @@ describe('tail()', () => {
       },
     );
     // The run never ends; only the abort stopped the iteration.
-    expect(events.map((e) => e.type)).toEqual(['entry', 'entry']);
+    expect(events.map((e) => e.type)).toEqual(['open', 'entry', 'entry']);
     expect(entriesOf(events).at(-1)?.text).toBe('first\n');
     // The server lets the viewer go.
     await waitUntil(() => t!.hub.activeConnections === 0);

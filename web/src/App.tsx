@@ -1,5 +1,5 @@
 import { RunsList } from './RunsList.js';
-import { RunView } from './RunView.js';
+import { RunView } from './run/RunView.js';
 import { TopicView } from './TopicView.js';
 import type { TailFn } from './stream.js';
 

@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useState } from 'react';
 import type { Run } from '../../src/model/run.js';
 import { formatBytes, formatDuration, runHref } from './format.js';
-import { ConnectionBadge, defaultTail, useTail } from './stream.js';
+import { ConnectionStateBadge } from './connection.js';
+import { defaultTail, useTail } from './stream.js';
 import type { TailEvent, TailFn } from './stream.js';
 
 function duration(run: Run, now: number): string {
@@ -25,7 +26,7 @@ export function RunsList({ tail = defaultTail }: { tail?: TailFn }) {
     if (!run || typeof run.pipeline !== 'string' || typeof run.runId !== 'string') return;
     setRuns((previous) => new Map(previous).set(`${run.pipeline}\u0000${run.runId}`, run));
   }, []);
-  const { status, error } = useTail(tail, 'runs', { target: 'runs' }, onEvent);
+  const { state, resume } = useTail(tail, 'runs', { target: 'runs' }, onEvent);
 
   const byPipeline = new Map<string, Run[]>();
   for (const run of runs.values()) {
@@ -38,7 +39,7 @@ export function RunsList({ tail = defaultTail }: { tail?: TailFn }) {
   return (
     <section className="runs-list">
       <h1>Pipelines and runs</h1>
-      <ConnectionBadge status={status} error={error} />
+      <ConnectionStateBadge state={state} onResume={resume} />
       {pipelines.length === 0 ? <p className="empty">No runs yet.</p> : null}
       {pipelines.map((pipeline) => {
         const list = (byPipeline.get(pipeline) ?? []).sort((a, b) =>

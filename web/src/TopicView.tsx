@@ -1,6 +1,7 @@
 import { useCallback, useState } from 'react';
 import type { Entry } from '../../src/model/entry.js';
-import { ConnectionBadge, defaultTail, useTail } from './stream.js';
+import { SeedConnectionBadge } from './connection.js';
+import { defaultTail, useTail } from './stream.js';
 import type { TailEvent, TailFn } from './stream.js';
 
 /** The seed's Iceberg mutation event, as producers send it. */
@@ -45,17 +46,12 @@ export function TopicView({
     },
     [max],
   );
-  const { status, error } = useTail(
-    tail,
-    `topic:${topic}`,
-    { target: { topic }, tail: max },
-    onEvent,
-  );
+  const { state } = useTail(tail, `topic:${topic}`, { target: { topic }, tail: max }, onEvent);
 
   return (
     <section className="topic-view">
       <h1>{topic === 'iceberg' ? 'Apache Iceberg Real-time Mutations' : `Topic ${topic}`}</h1>
-      <ConnectionBadge status={status} error={error} />
+      <SeedConnectionBadge state={state} />
       <div className="table-scroll">
         <table>
           <caption className="visually-hidden">Newest first, at most {max} events</caption>

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useEffectEvent, useRef, useState } from 'react';
 import { tail } from '../../src/client/tail.js';
 import type { TailEvent, TailOptions } from '../../src/client/tail.js';
 
@@ -11,70 +11,84 @@ export type TailFn = (options: TailOptions) => AsyncIterable<TailEvent>;
 export const defaultTail: TailFn = (options) =>
   tail({ server: window.location.origin, ...options });
 
-export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'DISCONNECTED';
+/** Where a followed stream stands, as a viewer needs to be told it. */
+export type ConnectionState =
+  | { phase: 'connecting' }
+  | { phase: 'live' }
+  | { phase: 'reconnecting'; attempt: number; delayMs: number; reason: string }
+  | { phase: 'ended'; reason: string; status?: string | undefined }
+  | { phase: 'failed'; error: string };
+
+export interface FollowedStream {
+  state: ConnectionState;
+  /** Opens the stream again after it ended or failed, from the last entry seen. */
+  resume(): void;
+}
 
 /**
- * Follows one stream for the component's lifetime. The status is CONNECTING until the stream
- * delivers something, CONNECTING again while `tail()` reconnects, and DISCONNECTED once it gave
- * up (or the stream ended). `key` names the stream: a new key opens a new one.
+ * Follows one stream for the component's lifetime: `connecting` until the server accepts, `live`
+ * from then on, `reconnecting` while `tail()` waits to come back with its cursor, `ended` with the
+ * server's reason, `failed` once `tail()` gave up. `key` names the stream: a new key opens a new
+ * one. `resume()` reopens it after the last seq seen, so nothing is shown twice.
  */
 export function useTail(
   tailFn: TailFn,
   key: string,
   options: Omit<TailOptions, 'signal'>,
   onEvent: (event: TailEvent) => void,
-): { status: ConnectionStatus; error: string | null } {
-  const [status, setStatus] = useState<ConnectionStatus>('CONNECTING');
-  const [error, setError] = useState<string | null>(null);
-  const latest = useRef({ options, onEvent, tailFn });
-  latest.current = { options, onEvent, tailFn };
+): FollowedStream {
+  const [generation, setGeneration] = useState(0);
+  // Which stream (key and generation) a state belongs to: a new one is `connecting` until its
+  // own events arrive, without a render of the old state in between.
+  const current = `${generation}:${key}`;
+  const [reported, setReported] = useState<{ of: string; state: ConnectionState } | null>(null);
+  const cursor = useRef<{ key: string; seq: number } | null>(null);
+
+  // The latest options, tail function and handler, without reopening the stream when they change.
+  const open = useEffectEvent((signal: AbortSignal, after: number | undefined) =>
+    tailFn({ ...options, ...(after === undefined ? {} : { after }), signal }),
+  );
+  const deliver = useEffectEvent((event: TailEvent) => onEvent(event));
 
   useEffect(() => {
     const controller = new AbortController();
-    const { options: opts, tailFn: fn } = latest.current;
-    setStatus('CONNECTING');
-    setError(null);
+    const report = (state: ConnectionState) => setReported({ of: current, state });
+    const after = cursor.current?.key === key ? cursor.current.seq : undefined;
     void (async () => {
       try {
-        for await (const event of fn({ ...opts, signal: controller.signal })) {
+        for await (const event of open(controller.signal, after)) {
           if (controller.signal.aborted) return;
           if (event.type === 'reconnecting') {
-            setStatus('CONNECTING');
-            setError(event.reason);
+            const { attempt, delayMs, reason } = event;
+            report({ phase: 'reconnecting', attempt, delayMs, reason });
+          } else if (event.type === 'end') {
+            report({ phase: 'ended', reason: event.end.reason, status: event.end.status });
           } else {
-            setStatus('CONNECTED');
-            setError(null);
+            // `open`, or a frame from a tail() that does not say `open`: either way, live.
+            setReported((previous) =>
+              previous?.of === current && previous.state.phase === 'live'
+                ? previous
+                : { of: current, state: { phase: 'live' } },
+            );
           }
-          latest.current.onEvent(event);
-          if (event.type === 'end') {
-            setStatus('DISCONNECTED');
-            return;
-          }
+          if (event.type === 'entry') cursor.current = { key, seq: event.entry.seq };
+          deliver(event);
+          if (event.type === 'end') return;
         }
-        if (!controller.signal.aborted) setStatus('DISCONNECTED');
+        if (!controller.signal.aborted) report({ phase: 'ended', reason: 'closed' });
       } catch (caught) {
         if (controller.signal.aborted) return;
-        setStatus('DISCONNECTED');
-        setError(caught instanceof Error ? caught.message : String(caught));
+        report({
+          phase: 'failed',
+          error: caught instanceof Error ? caught.message : String(caught),
+        });
       }
     })();
     return () => controller.abort();
-  }, [key]);
+  }, [key, current]);
 
-  return { status, error };
-}
-
-export function ConnectionBadge({
-  status,
-  error,
-}: {
-  status: ConnectionStatus;
-  error: string | null;
-}) {
-  return (
-    <div data-testid="connection-status" className={`status status-${status.toLowerCase()}`}>
-      Connection Status: <span>{status}</span>
-      {error ? <span className="status-error"> ({error})</span> : null}
-    </div>
-  );
+  const resume = useCallback(() => setGeneration((n) => n + 1), []);
+  const state: ConnectionState =
+    reported?.of === current ? reported.state : { phase: 'connecting' };
+  return { state, resume };
 }

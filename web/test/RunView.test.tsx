@@ -1,47 +1,164 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { describe, expect, test } from 'vitest';
-import { RunView } from '../src/RunView.js';
+import { RunView } from '../src/run/RunView.js';
 import { fakeTail } from './fake-tail.js';
-import type { FakeTail } from './fake-tail.js';
-
-/** jsdom lays nothing out: give the log element a scroll geometry the test controls. */
-function geometry(element: HTMLElement, scrollHeight: number) {
-  let scrollTop = 0;
-  const box = { scrollHeight };
-  Object.defineProperty(element, 'scrollHeight', {
-    configurable: true,
-    get: () => box.scrollHeight,
-  });
-  Object.defineProperty(element, 'scrollTop', {
-    configurable: true,
-    get: () => scrollTop,
-    set: (value: number) => {
-      scrollTop = Math.max(0, Math.min(value, box.scrollHeight - element.clientHeight));
-    },
-  });
-  return box;
-}
-
-function lines(fake: FakeTail, from: number, to: number) {
-  let text = '';
-  for (let n = from; n <= to; n += 1) text += `line ${n}\n`;
-  fake.entry({ kind: 'log', text });
-}
+import { geometry, lines, renderedLines } from './log-helpers.js';
 
 describe('RunView', () => {
-  test('reads the run stream with tail() and shows status and connection', async () => {
+  test('reads the run with tail(): connecting, live once the server accepts, ended with the reason', async () => {
     const fake = fakeTail();
     render(<RunView pipeline="ingest.daily" runId="latest" tail={fake.tail} />);
     expect(fake.calls[0]?.target).toEqual({ pipeline: 'ingest.daily', runId: 'latest' });
-    expect(screen.getByTestId('connection-status').textContent).toContain('CONNECTING');
+    const state = () => screen.getByTestId('connection-state').textContent;
+    expect(state()).toBe('Connecting…');
+    act(() => fake.push({ type: 'open' }));
+    await waitFor(() => expect(state()).toBe('Live'));
+    expect(screen.getByTestId('run-status').textContent).toBe('unknown');
     act(() => fake.entry({ kind: 'status', data: { status: 'running' } }));
     await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('running'));
-    expect(screen.getByTestId('connection-status').textContent).toContain('CONNECTED');
     act(() =>
-      fake.push({ type: 'end', end: { reason: 'finished', status: 'success', lastSeq: 1 } }),
+      fake.push({ type: 'end', end: { reason: 'runFinished', status: 'success', lastSeq: 1 } }),
     );
     await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
-    expect(screen.getByTestId('connection-status').textContent).toContain('DISCONNECTED');
+    expect(state()).toBe('Ended: the run finished');
+    // The run's own end: nothing to resume.
+    expect(screen.queryByRole('button', { name: 'Resume' })).toBeNull();
+  });
+
+  test('says it is reconnecting, with the attempt and the reason, then live again', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => fake.push({ type: 'open' }));
+    act(() =>
+      fake.push({ type: 'reconnecting', attempt: 2, delayMs: 1500, reason: 'the stream was cut' }),
+    );
+    await waitFor(() =>
+      expect(screen.getByTestId('connection-state').textContent).toBe(
+        'Reconnecting in 1.5 s (attempt 2): the stream was cut',
+      ),
+    );
+    act(() => fake.push({ type: 'open' }));
+    await waitFor(() => expect(screen.getByTestId('connection-state').textContent).toBe('Live'));
+  });
+
+  test('after an idle timeout it offers to resume, and resumes after the last entry seen', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => {
+      fake.push({ type: 'open' });
+      lines(fake, 1, 3); // seq 1
+      lines(fake, 4, 5); // seq 2
+      fake.push({ type: 'end', end: { reason: 'idleTimeout', lastSeq: 2 } });
+    });
+    await waitFor(() =>
+      expect(screen.getByTestId('connection-state').textContent).toBe(
+        'Ended: nothing new for a while (idle timeout)',
+      ),
+    );
+    fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
+    await waitFor(() => expect(fake.calls).toHaveLength(2));
+    expect(fake.calls[1]).toMatchObject({ target: { pipeline: 'p', runId: 'r' }, after: 2 });
+    act(() => {
+      fake.push({ type: 'open' });
+      lines(fake, 6, 6);
+    });
+    await screen.findByText('line 6');
+    // Nothing shown twice: the resumed stream continued the log.
+    expect(renderedLines(screen.getByTestId('log'))).toEqual([
+      'line 1',
+      'line 2',
+      'line 3',
+      'line 4',
+      'line 5',
+      'line 6',
+    ]);
+  });
+
+  test('says Disconnected with the reason when tail() gives up, and offers to resume', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => fake.fail(new Error('Gave up following the stream after 5 failed attempts')));
+    await waitFor(() =>
+      expect(screen.getByTestId('connection-state').textContent).toBe(
+        'Disconnected: Gave up following the stream after 5 failed attempts',
+      ),
+    );
+    expect(screen.getByRole('button', { name: 'Resume' })).toBeTruthy();
+  });
+
+  test('on gap reset it clears the log, events and progress and shows the stream from its start', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => {
+      fake.push({ type: 'open' });
+      fake.entry({ kind: 'status', data: { status: 'running' } });
+      lines(fake, 1, 3);
+      fake.entry({ kind: 'progress', data: { pct: 80 } });
+    });
+    await screen.findByText('line 3');
+    expect(screen.getByRole('progressbar', { name: 'Run progress' })).toBeTruthy();
+
+    // The store was replaced: the server says so and sends the stream again from its start.
+    act(() => {
+      fake.push({ type: 'gap', gap: { reason: 'reset' } });
+      fake.entry({ kind: 'log', text: 'fresh 1\nfresh 2\n' });
+    });
+    await screen.findByText('fresh 2');
+    expect(renderedLines(screen.getByTestId('log'))).toEqual(['fresh 1', 'fresh 2']);
+    expect(screen.queryByRole('progressbar')).toBeNull();
+    expect(screen.getByTestId('run-status').textContent).toBe('unknown');
+    expect(screen.getByTestId('events-count').textContent).toBe('0 events');
+    expect(screen.getByRole('note').textContent).toMatch(/reloaded/);
+  });
+
+  test('says out loud which entries retention deleted', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => fake.push({ type: 'gap', gap: { reason: 'retention', fromSeq: 1, toSeq: 40 } }));
+    expect((await screen.findByRole('note')).textContent).toBe(
+      'Entries 1–40 were deleted by retention before they could be shown.',
+    );
+  });
+
+  test('the progress bar follows progress events (data.pct) and ignores unusable ones', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => lines(fake, 1, 1));
+    await screen.findByText('line 1');
+    expect(screen.queryByRole('progressbar')).toBeNull();
+    act(() => fake.entry({ kind: 'progress', step: 'train', data: { pct: 10 } }));
+    const bar = await screen.findByRole('progressbar', { name: 'Run progress' });
+    expect(bar.getAttribute('aria-valuenow')).toBe('10');
+    expect(bar.getAttribute('aria-valuetext')).toBe('10% (train)');
+    act(() => fake.entry({ kind: 'progress', data: { pct: 55.4 } }));
+    await waitFor(() => expect(bar.getAttribute('aria-valuenow')).toBe('55'));
+    act(() => {
+      fake.entry({ kind: 'progress', data: { pct: 'lots' } });
+      fake.entry({ kind: 'progress', data: { done: 3 } });
+    });
+    await waitFor(() => expect(screen.getByTestId('events-count').textContent).toBe('4 events'));
+    expect(bar.getAttribute('aria-valuenow')).toBe('55');
+  });
+
+  test('elapsed time runs from the first entry to the terminal status', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    expect(screen.getByTestId('elapsed').textContent).toBe('—');
+    act(() => {
+      fake.entry({ kind: 'status', data: { status: 'running' }, time: '2026-01-01T00:00:00.000Z' });
+      fake.entry({ kind: 'log', text: 'working\n', time: '2026-01-01T00:01:10.000Z' });
+      fake.entry({ kind: 'status', data: { status: 'failed' }, time: '2026-01-01T00:02:05.000Z' });
+    });
+    await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('failed'));
+    expect(screen.getByTestId('elapsed').textContent).toBe('2m 5s');
+  });
+
+  test('links to the whole log as a download', () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="etl daily" runId="r/1" tail={fake.tail} />);
+    const link = screen.getByRole('link', { name: 'Download log' });
+    expect(link.getAttribute('href')).toBe('/api/v1/pipelines/etl%20daily/runs/r%2F1/log.txt');
+    expect(link.hasAttribute('download')).toBe(true);
   });
 
   test('shows lines with line numbers, joining text split across chunks', async () => {

@@ -5,7 +5,7 @@ import { tail } from '../../src/client/tail.js';
 import { createTestApp } from '../../test/helpers/app.js';
 import type { TestApp } from '../../test/helpers/app.js';
 import { RunsList } from '../src/RunsList.js';
-import { RunView } from '../src/RunView.js';
+import { RunView } from '../src/run/RunView.js';
 import { TopicView } from '../src/TopicView.js';
 import type { TailFn } from '../src/stream.js';
 
@@ -16,7 +16,7 @@ let client: TailwaterClient;
 let liveTail: TailFn;
 
 beforeEach(async () => {
-  t = await createTestApp();
+  t = await createTestApp({ finishGraceSeconds: 0.2 });
   const url = await t.listen();
   client = new TailwaterClient({ server: url });
   liveTail = (options) => tail({ ...options, server: url });
@@ -33,14 +33,17 @@ describe('the dashboard against a live server', () => {
     await client.setStatus('ingest.daily', 'r1', 'running');
     render(<RunView pipeline="ingest.daily" runId="latest" tail={liveTail} />);
     expect(await screen.findByText('history line')).toBeTruthy();
-    await waitFor(() =>
-      expect(screen.getByTestId('connection-status').textContent).toContain('CONNECTED'),
-    );
+    await waitFor(() => expect(screen.getByTestId('connection-state').textContent).toBe('Live'));
     await client.appendLog('ingest.daily', 'r1', '\u001b[32mlive line\u001b[0m\n');
     const live = await screen.findByText('live line');
     expect(live.style.color).toBe('rgb(0, 187, 0)');
     await client.setStatus('ingest.daily', 'r1', 'success');
     await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
+    await waitFor(
+      () =>
+        expect(screen.getByTestId('connection-state').textContent).toBe('Ended: the run finished'),
+      { timeout: 4000 },
+    );
   });
 
   test('the runs list follows the runs feed', async () => {

@@ -13,6 +13,16 @@ Object.defineProperty(HTMLElement.prototype, 'offsetHeight', {
 });
 Object.defineProperty(HTMLElement.prototype, 'offsetWidth', { configurable: true, get: () => 800 });
 
+// jsdom has no Element.scrollTo; the virtualizer scrolls to a row with it.
+if (typeof HTMLElement.prototype.scrollTo !== 'function') {
+  HTMLElement.prototype.scrollTo = function scrollTo(this: HTMLElement, options?: unknown) {
+    const top = (options as ScrollToOptions | undefined)?.top;
+    if (typeof top === 'number') this.scrollTop = top;
+    // A browser fires scroll after a programmatic scroll too; the virtualizer listens for it.
+    this.dispatchEvent(new Event('scroll'));
+  } as HTMLElement['scrollTo'];
+}
+
 afterEach(() => {
   cleanup();
 });

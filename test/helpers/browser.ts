@@ -1,0 +1,61 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+
+// The dashboard's browser tests drive Debian's Chromium (installed by `bash scripts/services.sh`)
+// with playwright-core against a real server serving dist/web (built by `npm run build`).
+// Never `npx playwright install`.
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Where the browser tests save their screenshots. */
+export const OUTPUT = join(ROOT, 'test-output');
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** Headless, no sandbox, and nothing that reaches out to the network on its own. */
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Fails with what to run when /usr/bin/chromium or the built dashboard is missing. */
+export function checkBrowserPrerequisites(): void {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: run \`bash scripts/services.sh\` first`);
+  }
+  if (!existsSync(join(ROOT, 'dist/web/index.html'))) {
+    throw new Error('dist/web is missing: run `npm run build` first');
+  }
+  mkdirSync(OUTPUT, { recursive: true });
+}
+
+/**
+ * Checks the prerequisites and launches Chromium. launch() gives the browser a fresh, temporary
+ * profile of its own (a user-data-dir).
+ */
+export async function launchChromium(): Promise<Browser> {
+  checkBrowserPrerequisites();
+  return chromium.launch({ executablePath: CHROMIUM, timeout: 60_000, args: [...CHROMIUM_ARGS] });
+}
+
+/** A page in a new 1280×800 context whose waits default to `timeoutMs`. */
+export async function newPage(browser: Browser, timeoutMs: number): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context.setDefaultTimeout(timeoutMs);
+  return context.newPage();
+}
+
+/** Saves a full-page screenshot as test-output/`name` and returns its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  const path = join(OUTPUT, name);
+  await page.screenshot({ path, fullPage: true });
+  console.log(`dashboard screenshot: ${path}`);
+  return path;
+}

@@ -1,0 +1,79 @@
+import type { ConnectionState } from './stream.js';
+
+const END_REASONS: Record<string, string> = {
+  runFinished: 'the run finished',
+  idleTimeout: 'nothing new for a while (idle timeout)',
+  maxDuration: 'the stream reached its time limit',
+  maxBytes: 'the stream reached its size limit',
+  shutdown: 'the server is shutting down',
+  closed: 'the server closed the stream',
+};
+
+/** A sentence for the state, as the run view shows it. */
+export function describeConnection(state: ConnectionState): string {
+  switch (state.phase) {
+    case 'connecting':
+      return 'Connecting…';
+    case 'live':
+      return 'Live';
+    case 'reconnecting':
+      return `Reconnecting in ${(state.delayMs / 1000).toFixed(1)} s (attempt ${state.attempt}): ${state.reason}`;
+    case 'ended':
+      return `Ended: ${END_REASONS[state.reason] ?? state.reason}`;
+    case 'failed':
+      return `Disconnected: ${state.error}`;
+  }
+}
+
+/**
+ * The connection state in words, announced politely to screen readers as it changes. After an
+ * end that is not the run's own (or a failure) it offers to resume from the last entry seen.
+ */
+export function ConnectionStateBadge({
+  state,
+  onResume,
+}: {
+  state: ConnectionState;
+  onResume?: () => void;
+}) {
+  const resumable =
+    state.phase === 'failed' || (state.phase === 'ended' && state.reason !== 'runFinished');
+  return (
+    <span className={`connection connection-${state.phase}`}>
+      <span data-testid="connection-state" role="status">
+        {describeConnection(state)}
+      </span>
+      {resumable && onResume ? (
+        <button type="button" onClick={onResume}>
+          Resume
+        </button>
+      ) : null}
+    </span>
+  );
+}
+
+/** The seed IcebergMonitor's three states: CONNECTING, CONNECTED, DISCONNECTED. */
+export function seedStatus(state: ConnectionState): 'CONNECTING' | 'CONNECTED' | 'DISCONNECTED' {
+  if (state.phase === 'live') return 'CONNECTED';
+  if (state.phase === 'connecting' || state.phase === 'reconnecting') return 'CONNECTING';
+  return 'DISCONNECTED';
+}
+
+/** The seed's "Connection Status: …" line, with the reason when there is one. */
+export function SeedConnectionBadge({ state }: { state: ConnectionState }) {
+  const status = seedStatus(state);
+  const detail =
+    state.phase === 'failed'
+      ? state.error
+      : state.phase === 'reconnecting'
+        ? state.reason
+        : state.phase === 'ended'
+          ? (END_REASONS[state.reason] ?? state.reason)
+          : null;
+  return (
+    <div data-testid="connection-status" className={`status status-${status.toLowerCase()}`}>
+      Connection Status: <span>{status}</span>
+      {detail ? <span className="status-error"> ({detail})</span> : null}
+    </div>
+  );
+}

@@ -1,0 +1,111 @@
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useLayoutEffect, useMemo, useRef } from 'react';
+import type { UIEvent } from 'react';
+import { AnsiLine } from '../ansi.js';
+import type { Mark } from '../ansi.js';
+import type { Match } from './log-buffer.js';
+
+/** How close to the bottom (px) still counts as "at the bottom" for follow mode. */
+const BOTTOM_SLACK = 24;
+const LINE_HEIGHT = 20;
+
+/**
+ * The log, virtualized (only the rows in view are in the DOM), with line numbers, ANSI colours
+ * and search matches. While `follow` is on it keeps the newest line in view like `tail -f`;
+ * scrolling away from the bottom turns it off, scrolling back to the bottom turns it on.
+ */
+export function LogView({
+  lines,
+  version,
+  follow,
+  onFollowChange,
+  matches,
+  active,
+}: {
+  lines: readonly string[];
+  /** Changes whenever `lines` (appended in place) changes. */
+  version: number;
+  follow: boolean;
+  onFollowChange: (follow: boolean) => void;
+  matches: readonly Match[];
+  /** The index in `matches` of the match to show, or -1. */
+  active: number;
+}) {
+  const scrollRef = useRef<HTMLDivElement>(null);
+  // The virtualizer returns functions that change without their identity changing, which the
+  // React Compiler cannot memoize; this app is not compiled, so there is nothing to lose.
+  // eslint-disable-next-line react-hooks/incompatible-library
+  const virtualizer = useVirtualizer({
+    count: lines.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => LINE_HEIGHT,
+    overscan: 20,
+  });
+
+  const marksByLine = useMemo(() => {
+    const byLine = new Map<number, Mark[]>();
+    matches.forEach((match, index) => {
+      const marks = byLine.get(match.line) ?? [];
+      marks.push({ start: match.start, end: match.end, active: index === active });
+      byLine.set(match.line, marks);
+    });
+    return byLine;
+  }, [matches, active]);
+
+  useLayoutEffect(() => {
+    const element = scrollRef.current;
+    if (follow && element) element.scrollTop = element.scrollHeight;
+  }, [follow, version]);
+
+  const activeLine = matches[active]?.line;
+  useEffect(() => {
+    if (activeLine !== undefined) virtualizer.scrollToIndex(activeLine, { align: 'center' });
+  }, [activeLine, active, virtualizer]);
+
+  const onScroll = (event: UIEvent<HTMLDivElement>) => {
+    const element = event.currentTarget;
+    const atBottom =
+      element.scrollTop + element.clientHeight >= element.scrollHeight - BOTTOM_SLACK;
+    if (atBottom !== follow) onFollowChange(atBottom);
+  };
+
+  const digits = String(Math.max(lines.length, 1)).length;
+  return (
+    <div
+      ref={scrollRef}
+      className="log"
+      data-testid="log"
+      role="log"
+      aria-label="Run log"
+      aria-live="off"
+      // Focusable, so the keyboard can scroll it.
+      tabIndex={0}
+      onScroll={onScroll}
+    >
+      <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
+        {virtualizer.getVirtualItems().map((item) => (
+          <div
+            key={item.key}
+            className="log-line"
+            data-index={item.index}
+            style={{
+              position: 'absolute',
+              top: 0,
+              left: 0,
+              width: '100%',
+              height: item.size,
+              transform: `translateY(${item.start}px)`,
+            }}
+          >
+            <span className="line-number" aria-hidden="true">
+              {String(item.index + 1).padStart(digits, ' ')}
+            </span>
+            <span className="line-text">
+              <AnsiLine text={lines[item.index] ?? ''} marks={marksByLine.get(item.index)} />
+            </span>
+          </div>
+        ))}
+      </div>
+    </div>
+  );
+}

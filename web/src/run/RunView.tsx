@@ -1,0 +1,218 @@
+import { useCallback, useDeferredValue, useEffect, useMemo, useState } from 'react';
+import type { Entry } from '../../../src/model/entry.js';
+import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
+import type { RunStatus } from '../../../src/model/run.js';
+import { ConnectionStateBadge } from '../connection.js';
+import { formatDuration } from '../format.js';
+import { defaultTail, useTail } from '../stream.js';
+import type { TailEvent, TailFn } from '../stream.js';
+import { EventsPanel } from './EventsPanel.js';
+import { findMatches, LogBuffer } from './log-buffer.js';
+import { LogView } from './LogView.js';
+import { ProgressBar, progressOf } from './ProgressBar.js';
+import type { Progress } from './ProgressBar.js';
+import { SearchBar } from './SearchBar.js';
+
+/** Events the view keeps (newest first); the log itself is kept whole. */
+export const EVENTS_KEPT = 1000;
+
+interface RunFacts {
+  status: string | null;
+  /** When the run's first entry was written. */
+  startedAt: string | null;
+  /** When its terminal status was written. */
+  endedAt: string | null;
+  progress: Progress | null;
+}
+
+const NO_FACTS: RunFacts = { status: null, startedAt: null, endedAt: null, progress: null };
+
+function isRunStatus(value: unknown): value is RunStatus {
+  return typeof value === 'string' && (RUN_STATUSES as readonly string[]).includes(value);
+}
+
+function logHref(pipeline: string, runId: string): string {
+  return `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs/${encodeURIComponent(runId)}/log.txt`;
+}
+
+/** Ticks once a second while `running`, so elapsed time moves. */
+function useNow(running: boolean): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!running) return;
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, [running]);
+  return now;
+}
+
+/**
+ * One run, live: its status, elapsed time and progress, the connection state, the log (follows
+ * like `tail -f`, searchable, downloadable) and its events with kind and step filters. On a
+ * `gap reset` (the server's store was replaced) it clears everything and shows the stream again
+ * from its start, which is what the server sends next.
+ */
+export function RunView({
+  pipeline,
+  runId,
+  tail = defaultTail,
+}: {
+  pipeline: string;
+  runId: string;
+  tail?: TailFn;
+}) {
+  // Appended in place (see LogBuffer); `version` says when it changed.
+  const [buffer] = useState(() => new LogBuffer());
+  const [version, setVersion] = useState(0);
+  const [events, setEvents] = useState<Entry[]>([]);
+  const [facts, setFacts] = useState<RunFacts>(NO_FACTS);
+  const [notices, setNotices] = useState<string[]>([]);
+  const [follow, setFollow] = useState(true);
+  const [query, setQuery] = useState('');
+  const [active, setActive] = useState(0);
+
+  const onEvent = useCallback(
+    (event: TailEvent) => {
+      if (event.type === 'gap') {
+        if (event.gap.reason === 'reset') {
+          buffer.clear();
+          setVersion((n) => n + 1);
+          setEvents([]);
+          setFacts(NO_FACTS);
+          setNotices(['The server no longer had this view’s position; the run was reloaded.']);
+        } else {
+          const { fromSeq, toSeq } = event.gap;
+          setNotices((previous) => [
+            ...previous,
+            `Entries ${fromSeq}–${toSeq} were deleted by retention before they could be shown.`,
+          ]);
+        }
+        return;
+      }
+      if (event.type === 'end') {
+        const { status } = event.end;
+        if (status) setFacts((previous) => ({ ...previous, status }));
+        return;
+      }
+      if (event.type !== 'entry') return;
+      const { entry } = event;
+      setFacts((previous) =>
+        previous.startedAt ? previous : { ...previous, startedAt: entry.time },
+      );
+      if (entry.kind === 'log') {
+        buffer.append(entry.text ?? '');
+        setVersion((n) => n + 1);
+        return;
+      }
+      setEvents((previous) => [entry, ...previous.slice(0, EVENTS_KEPT - 1)]);
+      if (entry.kind === 'status') {
+        const status = (entry.data as { status?: unknown } | undefined)?.status;
+        if (isRunStatus(status)) {
+          setFacts((previous) => ({
+            ...previous,
+            status,
+            endedAt: isTerminal(status) ? entry.time : null,
+          }));
+        }
+      } else if (entry.kind === 'progress') {
+        const progress = progressOf(entry.data, entry.step);
+        if (progress) setFacts((previous) => ({ ...previous, progress }));
+      }
+    },
+    [buffer],
+  );
+  const { state, resume } = useTail(
+    tail,
+    `run:${pipeline}\u0000${runId}`,
+    { target: { pipeline, runId } },
+    onEvent,
+  );
+
+  const deferredQuery = useDeferredValue(query);
+  // `version` stands for the buffer's contents, which change in place.
+  const search = useMemo(
+    () => findMatches(buffer.lines, deferredQuery),
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [buffer, deferredQuery, version],
+  );
+  const count = search.matches.length;
+  const shown = count === 0 ? -1 : Math.min(active, count - 1);
+
+  const onQueryChange = (next: string) => {
+    setQuery(next);
+    setActive(0);
+    // Showing a match means leaving the bottom of the log.
+    if (next !== '') setFollow(false);
+  };
+  const onStep = (direction: 1 | -1) => {
+    if (count === 0) return;
+    setFollow(false);
+    setActive((shown + direction + count) % count);
+  };
+  const jumpToLatest = () => setFollow(true);
+
+  const now = useNow(facts.startedAt !== null && facts.endedAt === null);
+  const elapsed = facts.startedAt
+    ? formatDuration(
+        (facts.endedAt ? Date.parse(facts.endedAt) : now) - Date.parse(facts.startedAt),
+      )
+    : '—';
+
+  return (
+    <section className="run-view">
+      <h1>
+        {pipeline} / {runId}
+      </h1>
+      <div className="run-meta">
+        <span
+          data-testid="run-status"
+          className={`run-status run-status-${facts.status ?? 'unknown'}`}
+        >
+          {facts.status ?? 'unknown'}
+        </span>
+        <span>
+          Elapsed <span data-testid="elapsed">{elapsed}</span>
+        </span>
+        <ConnectionStateBadge state={state} onResume={resume} />
+        <a href={logHref(pipeline, runId)} download={`${pipeline}-${runId}.log`}>
+          Download log
+        </a>
+      </div>
+      {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
+      {notices.map((notice) => (
+        <p key={notice} className="notice" role="note">
+          {notice}
+        </p>
+      ))}
+      <div className="run-body">
+        <div className="log-pane">
+          <div className="log-toolbar">
+            <SearchBar
+              query={query}
+              onQueryChange={onQueryChange}
+              count={count}
+              truncated={search.truncated}
+              active={shown}
+              onStep={onStep}
+            />
+            <span data-testid="follow-state">{follow ? 'Following' : 'Paused'}</span>
+            {follow ? null : (
+              <button type="button" onClick={jumpToLatest}>
+                Jump to latest
+              </button>
+            )}
+          </div>
+          <LogView
+            lines={buffer.lines}
+            version={version}
+            follow={follow}
+            onFollowChange={setFollow}
+            matches={search.matches}
+            active={shown}
+          />
+        </div>
+        <EventsPanel events={events} kept={EVENTS_KEPT} />
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,53 @@
+import { describe, expect, test } from 'vitest';
+import { findMatches, LogBuffer, plainText } from '../src/run/log-buffer.js';
+
+describe('LogBuffer', () => {
+  test('joins text split across appends into lines, in place', () => {
+    const buffer = new LogBuffer();
+    const { lines } = buffer;
+    buffer.append('one\ntw');
+    expect(lines).toEqual(['one', 'tw']);
+    buffer.append('o\n');
+    expect(lines).toEqual(['one', 'two']);
+    buffer.append('\n\nthree');
+    expect(lines).toEqual(['one', 'two', '', '', 'three']);
+    buffer.append('');
+    buffer.append(' and more\n');
+    expect(lines).toEqual(['one', 'two', '', '', 'three and more']);
+    expect(buffer.lines).toBe(lines);
+  });
+
+  test('clear() empties it, and the next text starts a new line', () => {
+    const buffer = new LogBuffer();
+    buffer.append('half a line');
+    buffer.clear();
+    expect(buffer.lines).toEqual([]);
+    buffer.append('new\n');
+    expect(buffer.lines).toEqual(['new']);
+  });
+});
+
+describe('findMatches', () => {
+  test('finds every occurrence, ignoring case, as ranges of the plain text', () => {
+    const lines = ['abcABC', 'none', '\u001b[1mab\u001b[0mc!'];
+    expect(findMatches(lines, 'abc').matches).toEqual([
+      { line: 0, start: 0, end: 3 },
+      { line: 0, start: 3, end: 6 },
+      { line: 2, start: 0, end: 3 },
+    ]);
+    expect(plainText(lines[2]!)).toBe('abc!');
+  });
+
+  test('takes the query literally, not as a pattern', () => {
+    expect(findMatches(['a.c abc (x)'], '.').matches).toEqual([{ line: 0, start: 1, end: 2 }]);
+    expect(findMatches(['a.c abc (x)'], '(x)').matches).toEqual([{ line: 0, start: 8, end: 11 }]);
+  });
+
+  test('stops at the limit and says there are more', () => {
+    const result = findMatches(['x x x', 'x x'], 'x', 4);
+    expect(result.matches).toHaveLength(4);
+    expect(result.truncated).toBe(true);
+    expect(findMatches(['x x x', 'x'], 'x', 4).truncated).toBe(false);
+    expect(findMatches(['x'], '')).toEqual({ matches: [], truncated: false });
+  });
+});
