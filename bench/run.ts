@@ -1,4 +1,5 @@
 /** `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`). */
+import { benchDashboard } from './dashboard.js';
 import { benchFanout } from './fanout.js';
 import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
@@ -9,6 +10,7 @@ const benches: Record<string, () => Promise<void>> = {
   fanout: benchFanout,
   latency: benchLatency,
   'idle-memory': benchIdleMemory,
+  dashboard: benchDashboard,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {

@@ -455,17 +455,21 @@ export class SqliteStore implements Store {
     const out: Entry[] = [];
     let after = options.afterSeq;
     let bytes = 0;
-    // Filtered reads scan in pages so a rare kind in a long stream still fills `limit`.
+    // Filtered reads scan in pages so a rare kind in a long stream still fills `limit`. Rows are
+    // stepped through, not fetched whole: a page of 1000 log entries of 64 KiB is 64 MB, and a
+    // byte-limited read (a viewer catching up) wants the first megabyte of it.
     for (;;) {
-      const rows = this.stmt.readEntries.all(sid, after, options.limit);
-      for (const row of rows) {
+      let rows = 0;
+      for (const row of this.stmt.readEntries.iterate(sid, after, options.limit)) {
+        rows += 1;
         after = row.seq;
         if (kinds && !kinds.has(row.kind)) continue;
         out.push(entryFromRow(row));
         bytes += Buffer.byteLength(row.body, 'utf8');
+        // Leaving the loop early resets the statement, so the connection is free again.
         if (out.length >= options.limit || bytes >= maxBytes) return out;
       }
-      if (rows.length < options.limit || !kinds) return out;
+      if (rows < options.limit || !kinds) return out;
     }
   }
 

@@ -1,4 +1,4 @@
-import { render, screen } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { describe, expect, test } from 'vitest';
 import { App, parseRoute } from '../src/App.js';
 import { fakeTail } from './fake-tail.js';
@@ -29,11 +29,80 @@ describe('dashboard routes', () => {
       'Apache Iceberg Real-time Mutations',
     );
     unmount();
-    render(<App pathname="/ui/pipelines/p/runs/latest" tail={fake.tail} />);
-    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('p / latest');
+    render(<App pathname="/ui/pipelines/p/runs/r1" tail={fake.tail} />);
+    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('p / r1');
     expect(fake.calls.map((call) => call.target)).toEqual([
       { topic: 'iceberg' },
-      { pipeline: 'p', runId: 'latest' },
+      { pipeline: 'p', runId: 'r1' },
     ]);
+  });
+
+  test('runs/latest follows the run that is newest when the page opens, by its id', async () => {
+    const fake = fakeTail();
+    const asked: string[] = [];
+    let answer: string | null = null;
+    const resolveRun = (pipeline: string, runId: string) => {
+      asked.push(`${pipeline}/${runId}`);
+      return Promise.resolve(answer);
+    };
+    render(<App pathname="/ui/pipelines/p/runs/latest" tail={fake.tail} resolveRun={resolveRun} />);
+    // No run yet: it says so, opens no stream, and asks again.
+    expect((await screen.findByRole('status')).textContent).toMatch(/no runs yet; waiting/);
+    expect(fake.calls).toEqual([]);
+    answer = 'r9';
+    await waitFor(
+      () => expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('p / r9 (latest)'),
+      {
+        timeout: 4000,
+      },
+    );
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(asked)).toEqual(new Set(['p/latest']));
+    // The stream is the concrete run's: a reconnect stays on it when a newer run starts.
+    expect(fake.calls.map((call) => call.target)).toEqual([{ pipeline: 'p', runId: 'r9' }]);
+  });
+
+  test('links change the view without a reload, and Back returns to the last one', async () => {
+    window.history.replaceState(null, '', '/ui/');
+    const fake = fakeTail();
+    render(<App pathname="/ui/" tail={fake.tail} />);
+    expect(document.title).toBe('Runs · Tailwater');
+    const run = {
+      id: 'u1',
+      pipeline: 'etl.daily',
+      runId: 'r7',
+      status: 'running',
+      cancelRequested: false,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      endedAt: null,
+      lastSeq: 1,
+      logBytes: 0,
+      meta: {},
+    };
+    act(() => fake.entry({ kind: 'status', data: run }));
+    const link = await screen.findByRole('link', { name: 'r7' });
+
+    // A plain click routes inside the app: the address changes, the run view opens.
+    expect(fireEvent.click(link)).toBe(false); // the browser's navigation was prevented
+    expect(window.location.pathname).toBe('/ui/pipelines/etl.daily/runs/r7');
+    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('etl.daily / r7');
+    expect(document.title).toBe('etl.daily / r7 · Tailwater');
+    expect(fake.calls.at(-1)?.target).toEqual({ pipeline: 'etl.daily', runId: 'r7' });
+    // Leaving the runs list closed its stream.
+    expect(fake.calls[0]?.signal?.aborted).toBe(true);
+
+    // A click meant for a new tab, and the download link, are left to the browser.
+    expect(fireEvent.click(screen.getByRole('link', { name: 'Runs' }), { ctrlKey: true })).toBe(
+      true,
+    );
+    expect(fireEvent.click(screen.getByRole('link', { name: 'Download log' }))).toBe(true);
+    expect(window.location.pathname).toBe('/ui/pipelines/etl.daily/runs/r7');
+
+    act(() => window.history.back());
+    await waitFor(() =>
+      expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('Pipelines and runs'),
+    );
+    expect(window.location.pathname).toBe('/ui/');
   });
 });

@@ -116,4 +116,18 @@ describe('search in the loaded log', () => {
     await waitFor(() => expect(log.scrollTop).toBe(1100 * 20 - 400));
     expect(screen.getByTestId('follow-state').textContent).toBe('Following');
   });
+
+  test('/ on the page puts the cursor in the search box, but not while typing elsewhere', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => fake.entry({ kind: 'progress', step: 'load', data: { pct: 5 } }));
+    screen.getByTestId('log').focus();
+    expect(fireEvent.keyDown(screen.getByTestId('log'), { key: '/' })).toBe(false);
+    expect(document.activeElement).toBe(searchBox());
+    // In another field, / is just a character.
+    const kind = await screen.findByRole('combobox', { name: 'Kind' });
+    kind.focus();
+    expect(fireEvent.keyDown(kind, { key: '/' })).toBe(true);
+    expect(document.activeElement).toBe(kind);
+  });
 });

@@ -1,4 +1,5 @@
-import { useCallback, useDeferredValue, useEffect, useMemo, useState } from 'react';
+import { useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
+import type { RefObject } from 'react';
 import type { Entry } from '../../../src/model/entry.js';
 import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
@@ -46,6 +47,48 @@ function useNow(running: boolean): number {
   return now;
 }
 
+/** One frame's time: a render of the log at most this often while text pours in. */
+const FRAME_MS = 16;
+
+/**
+ * A version counter for data changed in place, bumped at most once a frame: history arrives as
+ * hundreds of entries a second, and each render of the virtualized log costs time in proportion
+ * to its length, so one render per frame instead of one per entry.
+ */
+function useFrameVersion(): [number, () => void] {
+  const [version, setVersion] = useState(0);
+  const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(() => () => clearTimeout(pending.current ?? undefined), []);
+  const bump = useCallback(() => {
+    if (pending.current !== null) return;
+    pending.current = setTimeout(() => {
+      pending.current = null;
+      setVersion((n) => n + 1);
+    }, FRAME_MS);
+  }, []);
+  return [version, bump];
+}
+
+/** Whether a key press belongs to a field being typed in, rather than to the page. */
+function typingIn(target: EventTarget | null): boolean {
+  if (!(target instanceof HTMLElement)) return false;
+  return ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable;
+}
+
+/** `/` anywhere on the page (outside a field) puts the cursor in the search box, as on GitHub. */
+function useSlashToFocus(input: RefObject<HTMLInputElement | null>): void {
+  useEffect(() => {
+    const onKeyDown = (event: KeyboardEvent) => {
+      if (event.key !== '/' || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (typingIn(event.target)) return;
+      event.preventDefault();
+      input.current?.focus();
+    };
+    window.addEventListener('keydown', onKeyDown);
+    return () => window.removeEventListener('keydown', onKeyDown);
+  }, [input]);
+}
+
 /**
  * One run, live: its status, elapsed time and progress, the connection state, the log (follows
  * like `tail -f`, searchable, downloadable) and its events with kind and step filters. On a
@@ -56,27 +99,32 @@ export function RunView({
   pipeline,
   runId,
   tail = defaultTail,
+  latest = false,
 }: {
   pipeline: string;
   runId: string;
   tail?: TailFn;
+  /** Opened as the pipeline's latest run: say so beside its id. */
+  latest?: boolean;
 }) {
   // Appended in place (see LogBuffer); `version` says when it changed.
   const [buffer] = useState(() => new LogBuffer());
-  const [version, setVersion] = useState(0);
+  const [version, bumpVersion] = useFrameVersion();
   const [events, setEvents] = useState<Entry[]>([]);
   const [facts, setFacts] = useState<RunFacts>(NO_FACTS);
   const [notices, setNotices] = useState<string[]>([]);
   const [follow, setFollow] = useState(true);
   const [query, setQuery] = useState('');
   const [active, setActive] = useState(0);
+  const searchInput = useRef<HTMLInputElement>(null);
+  useSlashToFocus(searchInput);
 
   const onEvent = useCallback(
     (event: TailEvent) => {
       if (event.type === 'gap') {
         if (event.gap.reason === 'reset') {
           buffer.clear();
-          setVersion((n) => n + 1);
+          bumpVersion();
           setEvents([]);
           setFacts(NO_FACTS);
           setNotices(['The server no longer had this view’s position; the run was reloaded.']);
@@ -101,7 +149,7 @@ export function RunView({
       );
       if (entry.kind === 'log') {
         buffer.append(entry.text ?? '');
-        setVersion((n) => n + 1);
+        bumpVersion();
         return;
       }
       setEvents((previous) => [entry, ...previous.slice(0, EVENTS_KEPT - 1)]);
@@ -119,7 +167,7 @@ export function RunView({
         if (progress) setFacts((previous) => ({ ...previous, progress }));
       }
     },
-    [buffer],
+    [buffer, bumpVersion],
   );
   const { state, resume } = useTail(
     tail,
@@ -162,6 +210,7 @@ export function RunView({
     <section className="run-view">
       <h1>
         {pipeline} / {runId}
+        {latest ? <span className="latest-tag"> (latest)</span> : null}
       </h1>
       <div className="run-meta">
         <span
@@ -194,6 +243,7 @@ export function RunView({
               truncated={search.truncated}
               active={shown}
               onStep={onStep}
+              inputRef={searchInput}
             />
             <span data-testid="follow-state">{follow ? 'Following' : 'Paused'}</span>
             {follow ? null : (

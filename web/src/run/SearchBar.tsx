@@ -1,4 +1,4 @@
-import type { KeyboardEvent } from 'react';
+import type { KeyboardEvent, Ref } from 'react';
 
 /**
  * Search within the loaded log: the text to find, how many matches and which one is shown,
@@ -11,6 +11,7 @@ export function SearchBar({
   truncated,
   active,
   onStep,
+  inputRef,
 }: {
   query: string;
   onQueryChange: (query: string) => void;
@@ -19,6 +20,7 @@ export function SearchBar({
   active: number;
   /** Move to the next (+1) or previous (-1) match. */
   onStep: (direction: 1 | -1) => void;
+  inputRef?: Ref<HTMLInputElement>;
 }) {
   const onKeyDown = (event: KeyboardEvent<HTMLInputElement>) => {
     if (event.key === 'Enter') {
@@ -37,9 +39,10 @@ export function SearchBar({
   return (
     <div className="search" role="search">
       <input
+        ref={inputRef}
         type="search"
         aria-label="Search the log"
-        placeholder="Search the log"
+        placeholder="Search the log (press /)"
         value={query}
         onChange={(event) => onQueryChange(event.target.value)}
         onKeyDown={onKeyDown}
