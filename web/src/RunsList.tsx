@@ -2,6 +2,13 @@ import { useCallback, useEffect, useState } from 'react';
 import type { Run } from '../../src/model/run.js';
 import { formatBytes, formatDuration, runHref } from './format.js';
 import { ConnectionStateBadge } from './connection.js';
+import {
+  defaultListRunning,
+  REFRESH_MS,
+  useRunningRefresh,
+  withGrowth,
+} from './running-refresh.js';
+import type { ListRunning } from './running-refresh.js';
 import { defaultTail, useTail } from './stream.js';
 import type { TailEvent, TailFn } from './stream.js';
 
@@ -11,8 +18,24 @@ function duration(run: Run, now: number): string {
   return formatDuration(end - Date.parse(run.startedAt));
 }
 
-/** Pipelines and their runs, from the runs feed (history, then live). */
-export function RunsList({ tail = defaultTail }: { tail?: TailFn }) {
+/** Status changes of the runs feed read on open: the runs list shows the recent runs. */
+export const FEED_HISTORY = 2000;
+
+const runKey = (run: Run) => `${run.pipeline}\u0000${run.runId}`;
+
+/**
+ * Pipelines and their runs, from the runs feed (its last FEED_HISTORY status changes, then
+ * live), with the log size and duration of running runs kept moving.
+ */
+export function RunsList({
+  tail = defaultTail,
+  listRunning = defaultListRunning,
+  refreshMs = REFRESH_MS,
+}: {
+  tail?: TailFn;
+  listRunning?: ListRunning;
+  refreshMs?: number;
+}) {
   const [runs, setRuns] = useState<ReadonlyMap<string, Run>>(new Map());
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
@@ -24,9 +47,26 @@ export function RunsList({ tail = defaultTail }: { tail?: TailFn }) {
     if (event.type !== 'entry' || event.entry.kind !== 'status') return;
     const run = event.entry.data as Run;
     if (!run || typeof run.pipeline !== 'string' || typeof run.runId !== 'string') return;
-    setRuns((previous) => new Map(previous).set(`${run.pipeline}\u0000${run.runId}`, run));
+    setRuns((previous) => new Map(previous).set(runKey(run), run));
   }, []);
-  const { state, resume } = useTail(tail, 'runs', { target: 'runs' }, onEvent);
+  const { state, resume } = useTail(tail, 'runs', { target: 'runs', tail: FEED_HISTORY }, onEvent);
+
+  const onListed = useCallback((listed: Run[]) => {
+    setRuns((previous) => {
+      let next: Map<string, Run> | null = null;
+      for (const fresh of listed) {
+        const known = previous.get(runKey(fresh));
+        if (!known) continue; // the feed has not shown it: it will, with its status
+        const grown = withGrowth(known, fresh);
+        if (grown !== known) (next ??= new Map(previous)).set(runKey(fresh), grown);
+      }
+      return next ?? previous;
+    });
+  }, []);
+  const runningPipelines = [
+    ...new Set([...runs.values()].filter((r) => r.status === 'running').map((r) => r.pipeline)),
+  ].sort();
+  useRunningRefresh(runningPipelines, listRunning, onListed, refreshMs);
 
   const byPipeline = new Map<string, Run[]>();
   for (const run of runs.values()) {

@@ -19,6 +19,10 @@ export function describeConnection(state: ConnectionState): string {
     case 'reconnecting':
       return `Reconnecting in ${(state.delayMs / 1000).toFixed(1)} s (attempt ${state.attempt}): ${state.reason}`;
     case 'ended':
+      // A run the server never heard of ends as finished once its grace is over, without a status.
+      if (state.reason === 'runFinished' && state.status === undefined) {
+        return 'Ended: no such run (nothing was ever written to it)';
+      }
       return `Ended: ${END_REASONS[state.reason] ?? state.reason}`;
     case 'failed':
       return `Disconnected: ${state.error}`;

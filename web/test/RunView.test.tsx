@@ -25,6 +25,21 @@ describe('RunView', () => {
     expect(screen.queryByRole('button', { name: 'Resume' })).toBeNull();
   });
 
+  test('says so when the run does not exist (ended as finished, without a status)', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="typo" tail={fake.tail} />);
+    act(() => {
+      fake.push({ type: 'open' });
+      fake.push({ type: 'end', end: { reason: 'runFinished', lastSeq: 0 } });
+    });
+    await waitFor(() =>
+      expect(screen.getByTestId('connection-state').textContent).toBe(
+        'Ended: no such run (nothing was ever written to it)',
+      ),
+    );
+    expect(screen.getByTestId('run-status').textContent).toBe('unknown');
+  });
+
   test('says it is reconnecting, with the attempt and the reason, then live again', async () => {
     const fake = fakeTail();
     render(<RunView pipeline="p" runId="r" tail={fake.tail} />);

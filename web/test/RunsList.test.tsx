@@ -1,7 +1,7 @@
 import { act, render, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, test } from 'vitest';
 import type { Run } from '../../src/model/run.js';
-import { RunsList } from '../src/RunsList.js';
+import { FEED_HISTORY, RunsList } from '../src/RunsList.js';
 import { fakeTail } from './fake-tail.js';
 
 function run(overrides: Partial<Run>): Run {
@@ -26,6 +26,7 @@ describe('RunsList', () => {
     const fake = fakeTail();
     render(<RunsList tail={fake.tail} />);
     expect(fake.calls[0]?.target).toBe('runs');
+    expect(fake.calls[0]?.tail).toBe(FEED_HISTORY);
     expect(screen.getByText('No runs yet.')).toBeTruthy();
 
     act(() => {
@@ -72,5 +73,43 @@ describe('RunsList', () => {
     const cells = rows[0]!.querySelectorAll('td');
     expect(cells[2]?.textContent).toBe('1m 5s');
     expect(cells[3]?.textContent).toBe('3.0 KiB');
+  });
+
+  test('keeps the log size of running runs growing between status changes', async () => {
+    const fake = fakeTail();
+    const asked: string[] = [];
+    let logBytes = 2048;
+    const listRunning = (pipeline: string) => {
+      asked.push(pipeline);
+      // A listing may be older than the feed: it still says `running` for r2, which finished.
+      return Promise.resolve([
+        run({ runId: 'r1', logBytes, lastSeq: 9 }),
+        run({ runId: 'r2', logBytes: 10 }),
+        run({ runId: 'unseen', logBytes: 99 }),
+      ]);
+    };
+    render(<RunsList tail={fake.tail} listRunning={listRunning} refreshMs={20} />);
+    // Nothing is running yet: nothing is listed.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(asked).toEqual([]);
+    act(() => {
+      fake.entry({ kind: 'status', data: run({ runId: 'r1' }) });
+      fake.entry({ kind: 'status', data: run({ runId: 'r2', status: 'success', logBytes: 500 }) });
+      fake.entry({
+        kind: 'status',
+        data: run({ pipeline: 'done.pipe', runId: 'd1', status: 'failed' }),
+      });
+    });
+    const table = await screen.findByRole('table', { name: 'Runs of ingest.daily' });
+    const cellsOf = (runId: string) =>
+      within(table).getByRole('link', { name: runId }).closest('tr')!.querySelectorAll('td');
+    await waitFor(() => expect(cellsOf('r1')[3]?.textContent).toBe('2.0 KiB'));
+    logBytes = 4096;
+    await waitFor(() => expect(cellsOf('r1')[3]?.textContent).toBe('4.0 KiB'));
+    // Only pipelines with running runs are listed; the feed's status and sizes stand.
+    expect(new Set(asked)).toEqual(new Set(['ingest.daily']));
+    expect(cellsOf('r2')[0]?.textContent).toBe('success');
+    expect(cellsOf('r2')[3]?.textContent).toBe('500 B');
+    expect(within(table).queryByRole('link', { name: 'unseen' })).toBeNull();
   });
 });

@@ -48,11 +48,19 @@ describe('the dashboard against a live server', () => {
 
   test('the runs list follows the runs feed', async () => {
     await client.setStatus('ingest.daily', 'r1', 'running');
-    render(<RunsList tail={liveTail} />);
+    const listRunning = (pipeline: string) => client.listRuns(pipeline, { status: 'running' });
+    render(<RunsList tail={liveTail} listRunning={listRunning} refreshMs={50} />);
     const table = await screen.findByRole('table', { name: 'Runs of ingest.daily' });
     expect(within(table).getByRole('link', { name: 'r1' })).toBeTruthy();
     await client.setStatus('export.hourly', 'x1', 'running');
     expect(await screen.findByRole('table', { name: 'Runs of export.hourly' })).toBeTruthy();
+    // The log grows without a status change: the size follows.
+    await client.appendLog('ingest.daily', 'r1', 'x'.repeat(3000));
+    const cells = within(table)
+      .getByRole('link', { name: 'r1' })
+      .closest('tr')!
+      .querySelectorAll('td');
+    await waitFor(() => expect(cells[3]?.textContent).toBe('2.9 KiB'));
   });
 
   test('the Iceberg view shows the topic, newest first', async () => {
