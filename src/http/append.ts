@@ -4,6 +4,7 @@ import { TailwaterError } from '../model/errors.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { parseBody, PlainText } from './body.js';
+import { exactText } from './exact-json.js';
 import type { AppDeps } from './deps.js';
 import { pipelineParam, resolveRunId, topicParam } from './params.js';
 
@@ -53,7 +54,15 @@ export async function appendRoutes(app: FastifyInstance, deps: AppDeps): Promise
 
   const appendEvents = async (key: StreamKey, body: unknown) => {
     const { events } = parseBody(eventsBody, body);
-    const { seqs, duplicates } = await ingest.appendEvents(key, events);
+    // Numbers JSON.parse would round (a snapshotId past 2^53) are stored as the producer wrote them.
+    const exact = events.map((event, index) => ({
+      ...event,
+      dataJson: exactText(
+        body,
+        (twin: { events: { data?: unknown }[] }) => twin.events[index]?.data,
+      ),
+    }));
+    const { seqs, duplicates } = await ingest.appendEvents(key, exact);
     return { first: Math.min(...seqs), last: Math.max(...seqs), duplicates, seqs };
   };
 

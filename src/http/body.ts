@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
+import { parseJsonBody } from './exact-json.js';
 
 /** The body of a `text/plain` request, checked to be UTF-8. */
 export class PlainText {
@@ -44,7 +45,7 @@ export function registerBodyParsers(app: FastifyInstance): void {
         if (text.trim() === '') throw new TailwaterError('TW_BAD_JSON', 'The JSON body is empty.');
         let value: unknown;
         try {
-          value = JSON.parse(text);
+          value = parseJsonBody(text);
         } catch (error) {
           throw new TailwaterError('TW_BAD_JSON', `Malformed JSON: ${(error as Error).message}`);
         }

@@ -14,6 +14,7 @@ import {
   resolveRunId,
   topicParam,
 } from './params.js';
+import { entryJson } from './exact-json.js';
 import { commentBytes, frameBytes, HttpViewerTransport } from './sse.js';
 
 // One encoded frame per entry, shared by every native viewer of the stream.
@@ -32,7 +33,7 @@ export class NativeEncoder implements FrameEncoder {
   entry(entry: Entry): Buffer {
     let frame = entryFrames.get(entry);
     if (!frame) {
-      frame = frameBytes({ id: entry.seq, event: entry.kind, data: JSON.stringify(entry) });
+      frame = frameBytes({ id: entry.seq, event: entry.kind, data: entryJson(entry) });
       entryFrames.set(entry, frame);
     }
     return frame;
