@@ -44,9 +44,52 @@ export interface TailOptions extends ClientOptions {
   steps?: readonly string[] | undefined;
   correlationIds?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * A connection that brings nothing (not even a heartbeat) for this long is taken for dead and
+   * replaced, with the cursor (default 60 s: the server sends a heartbeat every 25 s).
+   */
+  readTimeoutMs?: number | undefined;
   /** Consecutive failed connections before giving up (default 5). */
   maxRetries?: number | undefined;
   backoff?: BackoffOptions | undefined;
+}
+
+const DEFAULT_READ_TIMEOUT_MS = 60_000;
+
+/**
+ * An AbortSignal for one connection: aborted with the caller's signal, or once `timeoutMs` pass
+ * while waiting on the network (between `alive()` and `pause()`) with nothing arriving: a
+ * connection that went silent without closing.
+ */
+function connectionSignal(outer: AbortSignal | undefined, timeoutMs: number) {
+  const controller = new AbortController();
+  let silent = false;
+  const onAbort = () => controller.abort();
+  outer?.addEventListener('abort', onAbort, { once: true });
+  let timer = setTimeout(expire, timeoutMs);
+  function expire() {
+    silent = true;
+    controller.abort();
+  }
+  return {
+    signal: controller.signal,
+    get silent() {
+      return silent;
+    },
+    /** Waiting for the network again: the silence starts counting. */
+    alive() {
+      clearTimeout(timer);
+      timer = setTimeout(expire, timeoutMs);
+    },
+    /** The consumer has the entries: its time is not the connection's silence. */
+    pause() {
+      clearTimeout(timer);
+    },
+    dispose() {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onAbort);
+    },
+  };
 }
 
 /** `end` reasons after which the API says to reconnect with the cursor rather than stop. */
@@ -66,6 +109,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
   const path =
     options.target === 'runs' ? '/api/v1/runs/stream' : `${targetPath(options.target)}/stream`;
   const maxRetries = options.maxRetries ?? 5;
+  const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
   let cursor = options.after;
   let failures = 0;
 
@@ -86,21 +130,25 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
     let failure: string;
     let retryAfterMs: number | undefined;
     let progressed = false;
+    const connection = connectionSignal(options.signal, readTimeoutMs);
     try {
-      const response = await fetch(url, { headers, signal: options.signal });
+      const response = await fetch(url, { headers, signal: connection.signal });
       if (!response.ok) {
         const error = errorFromResponse(response, await response.text());
         if (!error.retryable) throw error;
         retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
         failure = error.message;
       } else {
+        connection.pause();
         yield { type: 'open' };
         const pending: EventSourceMessage[] = [];
         const parser = createParser({ onEvent: (message) => pending.push(message) });
         const decoder = new TextDecoder();
         let closing = false;
         failure = 'the stream was cut';
+        connection.alive();
         for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+          connection.pause();
           parser.feed(decoder.decode(chunk, { stream: true }));
           for (const message of pending.splice(0)) {
             progressed = true;
@@ -131,12 +179,17 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
             yield { type: 'entry', entry: JSON.parse(message.data) as Entry };
           }
           if (closing) break;
+          connection.alive();
         }
       }
     } catch (error) {
       if (error instanceof TailwaterClientError) throw error;
       if (options.signal?.aborted) return;
-      failure = describeFetchError(error);
+      failure = connection.silent
+        ? `nothing arrived for ${readTimeoutMs / 1000} s (the connection went silent)`
+        : describeFetchError(error);
+    } finally {
+      connection.dispose();
     }
     failures = progressed ? 1 : failures + 1;
     if (failures > maxRetries) {

@@ -360,6 +360,71 @@ describe('tail()', () => {
     expect(events.at(-1)).toMatchObject({ end: { reason: 'runFinished', status: 'success' } });
   });
 
+  it('replaces a connection that goes silent without closing, and resumes from its cursor', async () => {
+    const lastEventIds: Array<string | undefined> = [];
+    const server = await scriptedServer((n, request, response) => {
+      lastEventIds.push(request.headers['last-event-id'] as string | undefined);
+      response.writeHead(200, SSE_HEADERS);
+      if (n === 1) {
+        // One frame, then nothing at all: no heartbeat, no close (a dead NAT entry, say).
+        response.write(logFrame(1, 'before\n'));
+      } else {
+        response.end(
+          `${logFrame(2, 'after\n')}event: end\ndata: {"reason":"runFinished","status":"success","lastSeq":2}\n\n`,
+        );
+      }
+    });
+    cleanups.push(server.close);
+
+    const started = performance.now();
+    const events = await collect(
+      tail({
+        server: server.url,
+        target: { pipeline: 'tail.silent', runId: 'r1' },
+        readTimeoutMs: 300,
+        backoff: FAST_BACKOFF,
+        signal: AbortSignal.timeout(10_000),
+      }),
+    );
+
+    expect(lastEventIds).toEqual([undefined, '1']);
+    expect(events.map((e) => e.type)).toEqual([
+      'open',
+      'entry',
+      'reconnecting',
+      'open',
+      'entry',
+      'end',
+    ]);
+    expect(events[2]).toMatchObject({ reason: expect.stringContaining('went silent') });
+    expect(entriesOf(events).map((e) => e.text)).toEqual(['before\n', 'after\n']);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(300);
+  });
+
+  it('does not count a slow consumer as a silent connection', async () => {
+    const server = await scriptedServer((_n, _request, response) => {
+      response.writeHead(200, SSE_HEADERS);
+      response.end(
+        `${logFrame(1, 'one\n')}${logFrame(2, 'two\n')}event: end\ndata: {"reason":"runFinished","status":"success","lastSeq":2}\n\n`,
+      );
+    });
+    cleanups.push(server.close);
+    const events = await collect(
+      tail({
+        server: server.url,
+        target: { pipeline: 'tail.slow', runId: 'r1' },
+        readTimeoutMs: 200,
+      }),
+      [],
+      // Longer than the read timeout on each entry.
+      async (event) => {
+        if (event.type === 'entry') await delay(300);
+      },
+    );
+    expect(events.map((e) => e.type)).toEqual(['open', 'entry', 'entry', 'end']);
+    expect(server.requests).toBe(1);
+  });
+
   it('throws at once on a refusal that retrying cannot fix (400)', async () => {
     t = await createTestApp(FAST);
     const url = await t.listen();
