@@ -109,10 +109,18 @@ async function measureDashboard(
   const started = performance.now();
   await page.goto(`${server}/ui/pipelines/${PIPELINE}/runs/${RUN_ID}`);
   // Follow mode: the last line is rendered once the whole log has arrived.
-  await page.waitForSelector(`.log-line[data-index="${lines - 1}"]`, {
-    state: 'attached',
-    timeout: LOAD_TIMEOUT_MS,
-  });
+  try {
+    await page.waitForSelector(`.log-line[data-index="${lines - 1}"]`, {
+      state: 'attached',
+      timeout: LOAD_TIMEOUT_MS,
+    });
+  } catch (error) {
+    const state = await page.getByTestId('connection-state').textContent();
+    const last = await page.locator('.log-line').last().getAttribute('data-index');
+    throw new Error(`the run view did not reach line ${lines} (at ${last}, ${state})`, {
+      cause: error,
+    });
+  }
   const loadMs = performance.now() - started;
   const cdp = await page.context().newCDPSession(page);
   const heap = await heapMiB(cdp);

@@ -239,6 +239,22 @@ describe('RunView', () => {
     expect(screen.queryByRole('button', { name: 'Jump to latest' })).toBeNull();
   });
 
+  test('a scroll event that comes after the log grew, before it was followed, keeps following', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    const log = screen.getByTestId('log');
+    const box = geometry(log, 4000);
+    act(() => lines(fake, 1, 200));
+    await waitFor(() => expect(log.scrollTop).toBe(3600));
+    // The content grew (text pours in) and the browser reports a scroll at the old position:
+    // not at the bottom any more, but the user did not move up.
+    box.scrollHeight = 6000;
+    fireEvent.scroll(log);
+    expect(screen.getByTestId('follow-state').textContent).toBe('Following');
+    act(() => lines(fake, 201, 300));
+    await waitFor(() => expect(log.scrollTop).toBe(6000 - 400));
+  });
+
   test('scrolling up pauses follow; the button jumps back and resumes it', async () => {
     const fake = fakeTail();
     render(<RunView pipeline="p" runId="r" tail={fake.tail} />);

@@ -52,21 +52,34 @@ export function LogView({
     return byLine;
   }, [matches, active]);
 
+  // Where the log was last scrolled to, by the user or by following.
+  const lastScrollTop = useRef(0);
+
+  // `lines` grows in place, so a render for any reason may show more of it than the last
+  // `version`: follow what was rendered, not what was announced.
+  const count = lines.length;
   useLayoutEffect(() => {
     const element = scrollRef.current;
-    if (follow && element) element.scrollTop = element.scrollHeight;
-  }, [follow, version]);
+    if (!follow || !element) return;
+    element.scrollTop = element.scrollHeight;
+    lastScrollTop.current = element.scrollTop;
+  }, [follow, count, version]);
 
   const activeLine = matches[active]?.line;
   useEffect(() => {
     if (activeLine !== undefined) virtualizer.scrollToIndex(activeLine, { align: 'center' });
   }, [activeLine, active, virtualizer]);
 
+  // Only a move up pauses follow: while text pours in, a scroll event can arrive after the log
+  // grew and before it was scrolled to its new end, which is not the user leaving the bottom.
   const onScroll = (event: UIEvent<HTMLDivElement>) => {
     const element = event.currentTarget;
+    const movedUp = element.scrollTop < lastScrollTop.current;
+    lastScrollTop.current = element.scrollTop;
     const atBottom =
       element.scrollTop + element.clientHeight >= element.scrollHeight - BOTTOM_SLACK;
-    if (atBottom !== follow) onFollowChange(atBottom);
+    if (follow && movedUp && !atBottom) onFollowChange(false);
+    else if (!follow && atBottom) onFollowChange(true);
   };
 
   const digits = String(Math.max(lines.length, 1)).length;
