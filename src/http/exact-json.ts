@@ -42,15 +42,15 @@ export function parseJsonBody(text: string): unknown {
  * The exact JSON text of `pick(body)`, when the body has an exact twin; undefined otherwise (and
  * then JSON.stringify of the parsed value is exact too).
  */
-export function exactText(body: unknown, pick: (twin: never) => unknown): string | undefined {
-  const twin = (body as { [EXACT]?: unknown } | null)?.[EXACT];
+export function exactText<Twin>(body: unknown, pick: (twin: Twin) => unknown): string | undefined {
+  const twin = (body as { [EXACT]?: Twin } | null)?.[EXACT];
   if (twin === undefined) return undefined;
-  return stringify(pick(twin as never) ?? null) ?? 'null';
+  return stringify(pick(twin) ?? null) ?? 'null';
 }
 
 /** Whether stored JSON text has a number that JSON.parse would round. */
 export function hasLongNumbers(json: string): boolean {
-  return LONG_DIGITS.test(json) && exactTwin(json) !== undefined;
+  return exactTwin(json) !== undefined;
 }
 
 // A stand-in for `data` while the rest of an entry is serialized, replaced by the stored text

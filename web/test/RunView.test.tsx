@@ -4,6 +4,18 @@ import { RunView } from '../src/run/RunView.js';
 import { fakeTail } from './fake-tail.js';
 import { geometry, lines, renderedLines } from './log-helpers.js';
 
+/** A run view whose log holds 200 lines (4000 px in a 400 px box), followed to its end. */
+async function followingTwoHundredLines() {
+  const fake = fakeTail();
+  render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+  const log = screen.getByTestId('log');
+  const box = geometry(log, 4000);
+  expect(screen.getByTestId('follow-state').textContent).toBe('Following');
+  act(() => lines(fake, 1, 200));
+  await waitFor(() => expect(log.scrollTop).toBe(4000 - 400));
+  return { fake, log, box };
+}
+
 describe('RunView', () => {
   test('reads the run with tail(): connecting, live once the server accepts, ended with the reason', async () => {
     const fake = fakeTail();
@@ -226,13 +238,7 @@ describe('RunView', () => {
   });
 
   test('follow mode keeps the newest line in view as lines arrive', async () => {
-    const fake = fakeTail();
-    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
-    const log = screen.getByTestId('log');
-    const box = geometry(log, 4000);
-    expect(screen.getByTestId('follow-state').textContent).toBe('Following');
-    act(() => lines(fake, 1, 200));
-    await waitFor(() => expect(log.scrollTop).toBe(4000 - 400));
+    const { fake, log, box } = await followingTwoHundredLines();
     box.scrollHeight = 8000;
     act(() => lines(fake, 201, 400));
     await waitFor(() => expect(log.scrollTop).toBe(8000 - 400));
@@ -240,12 +246,7 @@ describe('RunView', () => {
   });
 
   test('a scroll event that comes after the log grew, before it was followed, keeps following', async () => {
-    const fake = fakeTail();
-    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
-    const log = screen.getByTestId('log');
-    const box = geometry(log, 4000);
-    act(() => lines(fake, 1, 200));
-    await waitFor(() => expect(log.scrollTop).toBe(3600));
+    const { fake, log, box } = await followingTwoHundredLines();
     // The content grew (text pours in) and the browser reports a scroll at the old position:
     // not at the bottom any more, but the user did not move up.
     box.scrollHeight = 6000;
@@ -256,12 +257,7 @@ describe('RunView', () => {
   });
 
   test('scrolling up pauses follow; the button jumps back and resumes it', async () => {
-    const fake = fakeTail();
-    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
-    const log = screen.getByTestId('log');
-    const box = geometry(log, 4000);
-    act(() => lines(fake, 1, 200));
-    await waitFor(() => expect(log.scrollTop).toBe(3600));
+    const { fake, log, box } = await followingTwoHundredLines();
 
     log.scrollTop = 1000;
     fireEvent.scroll(log);

@@ -1,5 +1,4 @@
-import { useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
-import type { RefObject } from 'react';
+import { useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
 import type { Entry } from '../../../src/model/entry.js';
 import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
@@ -8,6 +7,7 @@ import { formatDuration } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
+import { useFrameVersion, useNow, useSlashToFocus } from './hooks.js';
 import { findMatches, LogBuffer } from './log-buffer.js';
 import { LogView } from './LogView.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
@@ -34,59 +34,6 @@ function isRunStatus(value: unknown): value is RunStatus {
 
 function logHref(pipeline: string, runId: string): string {
   return `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs/${encodeURIComponent(runId)}/log.txt`;
-}
-
-/** Ticks once a second while `running`, so elapsed time moves. */
-function useNow(running: boolean): number {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (!running) return;
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
-  }, [running]);
-  return now;
-}
-
-/** One frame's time: a render of the log at most this often while text pours in. */
-const FRAME_MS = 16;
-
-/**
- * A version counter for data changed in place, bumped at most once a frame: history arrives as
- * hundreds of entries a second, and each render of the virtualized log costs time in proportion
- * to its length, so one render per frame instead of one per entry.
- */
-function useFrameVersion(): [number, () => void] {
-  const [version, setVersion] = useState(0);
-  const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
-  useEffect(() => () => clearTimeout(pending.current ?? undefined), []);
-  const bump = useCallback(() => {
-    if (pending.current !== null) return;
-    pending.current = setTimeout(() => {
-      pending.current = null;
-      setVersion((n) => n + 1);
-    }, FRAME_MS);
-  }, []);
-  return [version, bump];
-}
-
-/** Whether a key press belongs to a field being typed in, rather than to the page. */
-function typingIn(target: EventTarget | null): boolean {
-  if (!(target instanceof HTMLElement)) return false;
-  return ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable;
-}
-
-/** `/` anywhere on the page (outside a field) puts the cursor in the search box, as on GitHub. */
-function useSlashToFocus(input: RefObject<HTMLInputElement | null>): void {
-  useEffect(() => {
-    const onKeyDown = (event: KeyboardEvent) => {
-      if (event.key !== '/' || event.ctrlKey || event.metaKey || event.altKey) return;
-      if (typingIn(event.target)) return;
-      event.preventDefault();
-      input.current?.focus();
-    };
-    window.addEventListener('keydown', onKeyDown);
-    return () => window.removeEventListener('keydown', onKeyDown);
-  }, [input]);
 }
 
 /**
