@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { dirname, extname, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export interface DashboardOptions {
   /** The built web app (`vite build` output). Default: `dist/web` at the package root. */
@@ -53,6 +53,34 @@ export async function dashboardRoutes(
     void reply.header('cache-control', cacheControl);
   }
 
+  /** Any /ui/ path without a file: the app (deep links), a 404 for assets, or 503 unbuilt. */
+  async function fallback(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const path = request.url.split('?')[0] ?? '';
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return reply.code(404).send({
+        error: { code: 'TW_NOT_FOUND', message: `No route ${request.method} ${path}.` },
+      });
+    }
+    // A missing hashed asset is a stale page asking for an old build: the HTML would only
+    // fail to parse as script or style.
+    if (path.startsWith('/ui/assets/')) {
+      return reply.code(404).send({
+        error: { code: 'TW_NOT_FOUND', message: `No dashboard asset ${path.slice(4)}.` },
+      });
+    }
+    // Checked first: sendFile on a missing file re-enters the 404 handler, where Fastify gives up
+    // with a bare 404 instead of the 503 that tells people to build.
+    if (!(await isFile(indexPath))) {
+      return reply.code(503).send({
+        error: {
+          code: 'TW_DASHBOARD_NOT_BUILT',
+          message: `The dashboard is not built (no ${indexPath}): run \`npm run build\`.`,
+        },
+      });
+    }
+    return reply.code(200).sendFile('index.html');
+  }
+
   // A prefixed context of its own, so that its 404 handler (the app fallback) owns only `/ui/…`.
   await app.register(
     async (ui) => {
@@ -66,31 +94,12 @@ export async function dashboardRoutes(
       });
 
       // @fastify/static hands every path it has no file for to the 404 handler.
-      ui.setNotFoundHandler(async (request, reply) => {
-        const path = request.url.split('?')[0] ?? '';
-        if (request.method !== 'GET' && request.method !== 'HEAD') {
-          return reply.code(404).send({
-            error: { code: 'TW_NOT_FOUND', message: `No route ${request.method} ${path}.` },
-          });
-        }
-        // A missing hashed asset is a stale page asking for an old build: the HTML would only
-        // fail to parse as script or style.
-        if (path.startsWith('/ui/assets/')) {
-          return reply.code(404).send({
-            error: { code: 'TW_NOT_FOUND', message: `No dashboard asset ${path.slice(4)}.` },
-          });
-        }
-        // Checked first: sendFile on a missing file re-enters this handler, where Fastify gives up
-        // with a bare 404 instead of the 503 that tells people to build.
-        if (!(await isFile(indexPath))) {
-          return reply.code(503).send({
-            error: {
-              code: 'TW_DASHBOARD_NOT_BUILT',
-              message: `The dashboard is not built (no ${indexPath}): run \`npm run build\`.`,
-            },
-          });
-        }
-        return reply.sendFile('index.html');
+      ui.setNotFoundHandler(fallback);
+      // It refuses some paths outright (403: `//`, a `..` it will not resolve). A /ui/ path is
+      // still the app's, which says there is nothing there; other errors go up to the app's handler.
+      ui.setErrorHandler(async (error: { statusCode?: number }, request, reply) => {
+        if (error.statusCode === 403) return fallback(request, reply);
+        throw error;
       });
     },
     { prefix: '/ui' },

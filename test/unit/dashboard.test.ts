@@ -63,6 +63,9 @@ describe('dashboard routes', () => {
       '/ui/topics/iceberg?x=1',
       '/ui/no/such/page',
       '/ui/index.html',
+      // Paths the file server refuses outright are still the app's (it says there is nothing).
+      '/ui//topics/iceberg',
+      '/ui/topics//iceberg',
     ]) {
       const response = await app.inject({ url });
       expect(response.statusCode, url).toBe(200);
