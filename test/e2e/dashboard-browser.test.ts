@@ -9,6 +9,7 @@ import {
   launchChromium,
   newPage,
   screenshot,
+  seriousAxeViolations,
 } from '../helpers/browser.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -217,5 +218,35 @@ describe('the dashboard in Chromium', () => {
     expect(await table.getByRole('row').count()).toBe(2);
     await page.getByTestId('connection-status').getByText('CONNECTED', { exact: true }).waitFor();
     await screenshot(page, 'dashboard-iceberg-view.png');
+  });
+
+  it('passes axe-core on every view: no serious or critical accessibility violation', async () => {
+    const run = runPath(PIPELINE, 'a11y');
+    await putStatus(server!, run, 'running');
+    await postLog(server!, run, '\u001b[32mINFO\u001b[0m ready\n\u001b[31mWARN\u001b[0m slow\n');
+    const events = await sendEvents(server!, run, [
+      { kind: 'progress', step: 'load', data: { pct: 40 } },
+      { kind: 'metric', step: 'load', data: { rows: 12 } },
+    ]);
+    expect(events.status).toBe(200);
+    const views: [string, () => Promise<void>][] = [
+      ['/ui/', () => page.getByRole('table', { name: `Runs of ${PIPELINE}` }).waitFor()],
+      [
+        `/ui/pipelines/${PIPELINE}/runs/a11y`,
+        async () => {
+          await page.getByRole('progressbar', { name: 'Run progress' }).waitFor();
+          await logLine(page, 'WARN slow').waitFor();
+          // With a search showing its marks, and follow paused.
+          await page.getByRole('searchbox', { name: 'Search the log' }).fill('slow');
+          await page.locator('mark.match-active').waitFor();
+        },
+      ],
+      ['/ui/topics/iceberg', () => page.getByRole('table').getByRole('row').nth(1).waitFor()],
+    ];
+    for (const [path, ready] of views) {
+      await page.goto(`${server!.url}${path}`);
+      await ready();
+      expect(await seriousAxeViolations(page), path).toEqual([]);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,4 +59,39 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: true });
   console.log(`dashboard screenshot: ${path}`);
   return path;
+}
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * Runs axe-core (the accessibility engine browsers' dev tools use) on the page as it is, and
+ * returns what it finds at `serious` or `critical` impact.
+ */
+export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
+  await page.addScriptTag({ path: AXE });
+  const violations = await page.evaluate(async () => {
+    type Result = {
+      violations: {
+        id: string;
+        impact: string | null;
+        help: string;
+        nodes: { target: string[] }[];
+      }[];
+    };
+    const axe = (globalThis as unknown as { axe: { run(): Promise<Result> } }).axe;
+    return (await axe.run()).violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      targets: v.nodes.map((node) => node.target.join(' ')),
+    }));
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }

@@ -1,5 +1,6 @@
 import Anser from 'anser';
 import type { CSSProperties, ReactNode } from 'react';
+import { READABLE_FOREGROUND, textOn } from './ansi-palette.js';
 
 /** A range of a line's plain text to highlight (a search match). */
 export interface Mark {
@@ -10,8 +11,12 @@ export interface Mark {
 
 function styleOf(part: Anser.AnserJsonEntry): CSSProperties {
   const style: CSSProperties = {};
-  if (part.fg) style.color = `rgb(${part.fg})`;
-  if (part.bg) style.backgroundColor = `rgb(${part.bg})`;
+  if (part.fg) style.color = `rgb(${READABLE_FOREGROUND[part.fg] ?? part.fg})`;
+  if (part.bg) {
+    style.backgroundColor = `rgb(${part.bg})`;
+    // Keep text on a coloured background readable when the producer did not pick its colour.
+    if (!part.fg) style.color = `rgb(${textOn(part.bg)})`;
+  }
   const decorations = part.decorations ?? [];
   if (decorations.includes('bold')) style.fontWeight = 'bold';
   if (decorations.includes('italic')) style.fontStyle = 'italic';

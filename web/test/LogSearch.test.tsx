@@ -58,7 +58,7 @@ describe('search in the loaded log', () => {
     // One match split over the red span and the plain one, both marked, no escape codes.
     expect(marks(log)).toEqual(['ERR', 'OR']);
     expect((log.querySelector('mark')?.parentElement as HTMLElement).style.color).toBe(
-      'rgb(187, 0, 0)',
+      'rgb(241, 76, 76)',
     );
     expect(renderedLines(log)).toEqual(['ERROR: disk full']);
   });

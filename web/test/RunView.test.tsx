@@ -229,9 +229,9 @@ describe('RunView', () => {
       }),
     );
     const red = await screen.findByText('red');
-    expect(red.style.color).toBe('rgb(187, 0, 0)');
+    expect(red.style.color).toBe('rgb(241, 76, 76)');
     const green = screen.getByText('bold green');
-    expect(green.style.color).toBe('rgb(0, 187, 0)');
+    expect(green.style.color).toBe('rgb(35, 209, 139)');
     expect(green.style.fontWeight).toBe('bold');
     expect(screen.getByText('plain').style.color).toBe('');
     expect(screen.getByTestId('log').textContent).not.toContain('\u001b');

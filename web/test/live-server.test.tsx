@@ -36,7 +36,7 @@ describe('the dashboard against a live server', () => {
     await waitFor(() => expect(screen.getByTestId('connection-state').textContent).toBe('Live'));
     await client.appendLog('ingest.daily', 'r1', '\u001b[32mlive line\u001b[0m\n');
     const live = await screen.findByText('live line');
-    expect(live.style.color).toBe('rgb(0, 187, 0)');
+    expect(live.style.color).toBe('rgb(35, 209, 139)');
     await client.setStatus('ingest.daily', 'r1', 'success');
     await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
     await waitFor(

@@ -18,8 +18,8 @@ if (typeof HTMLElement.prototype.scrollTo !== 'function') {
   HTMLElement.prototype.scrollTo = function scrollTo(this: HTMLElement, options?: unknown) {
     const top = (options as ScrollToOptions | undefined)?.top;
     if (typeof top === 'number') this.scrollTop = top;
-    // A browser fires scroll after a programmatic scroll too; the virtualizer listens for it.
-    this.dispatchEvent(new Event('scroll'));
+    // A browser fires scroll after a programmatic scroll too, later (the virtualizer listens).
+    setTimeout(() => this.dispatchEvent(new Event('scroll')), 0);
   } as HTMLElement['scrollTo'];
 }
 
