@@ -93,10 +93,20 @@ describe('TopicView (Iceberg)', () => {
     await waitFor(() => expect(status()).toContain('CONNECTING'));
   });
 
-  test('any topic renders under its own name', async () => {
+  test('any other topic is a table of its events, with filters, under its own name', async () => {
     const fake = fakeTail();
     render(<TopicView topic="orders" tail={fake.tail} />);
-    expect(screen.getByRole('heading').textContent).toBe('Topic orders');
-    expect(fake.calls[0]?.target).toEqual({ topic: 'orders' });
+    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('Topic orders');
+    expect(fake.calls[0]).toMatchObject({ target: { topic: 'orders' }, tail: 50 });
+    act(() => {
+      fake.push({ type: 'open' });
+      fake.entry({ kind: 'order-placed', step: 'eu', data: { id: 1 } });
+      fake.entry({ kind: 'order-shipped', step: 'us', data: { id: 1 } });
+    });
+    const table = await screen.findByRole('table', { name: 'Events of topic orders' });
+    await waitFor(() => expect(within(table).getAllByRole('row')).toHaveLength(3));
+    expect(within(table).getAllByRole('row')[1]?.textContent).toContain('order-shipped');
+    expect(screen.getByRole('combobox', { name: 'Kind' })).toBeTruthy();
+    expect(screen.getByTestId('connection-state').textContent).toBe('Live');
   });
 });

@@ -15,10 +15,20 @@ function timeOf(iso: string): string {
 }
 
 /**
- * The run's events (every entry but log text), newest first, with filters on kind and step.
+ * Events (a run's entries other than log text, or a topic's), newest first, with filters on kind
+ * and step.
  * `kept` says how many the view holds: the oldest go first when it is full.
  */
-export function EventsPanel({ events, kept }: { events: readonly Entry[]; kept: number }) {
+export function EventsPanel({
+  events,
+  kept,
+  label = 'Run events',
+}: {
+  events: readonly Entry[];
+  kept: number;
+  /** The table's accessible name. */
+  label?: string;
+}) {
   const [kind, setKind] = useState(ALL);
   const [step, setStep] = useState(ALL);
   const kinds = [...new Set(events.map((event) => event.kind))].sort();
@@ -60,7 +70,7 @@ export function EventsPanel({ events, kept }: { events: readonly Entry[]; kept: 
         </span>
       </div>
       <div className="table-scroll events-scroll">
-        <table aria-label="Run events">
+        <table aria-label={label}>
           <thead>
             <tr>
               <th scope="col">Time</th>
