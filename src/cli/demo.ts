@@ -1,10 +1,14 @@
 import type { Ingest } from '../engine/ingest.js';
+import type { NewEvent } from '../model/entry.js';
+import { runKey, topicKey } from '../model/stream-key.js';
 
 export const DEMO_PIPELINE = 'demo.nightly_etl';
 
 const STEPS = ['extract', 'transform', 'load'] as const;
 const TABLES = ['orders', 'customers', 'payments', 'shipments', 'inventory', 'returns'];
 const RUN_SECONDS = 60;
+/** Every this many seconds the load step commits a table, and says so on the Iceberg topic. */
+const COMMIT_EVERY_SECONDS = 5;
 const PAUSE_SECONDS = 5;
 const GREEN = '\u001b[32m';
 const YELLOW = '\u001b[33m';
@@ -14,11 +18,34 @@ export interface Demo {
   stop(): void;
 }
 
+/** Where the demo's table commits go: the Iceberg view's topic and kind. */
+export interface DemoIceberg {
+  topic: string;
+  kind: string;
+}
+
+/** A table commit in the seed's Iceberg event shape; the snapshot id is past 2^53, as real ones are. */
+function icebergCommit(kind: string, table: string, rows: number, n: number): NewEvent {
+  const snapshotId = `${7_340_000_000_000_000_000n + BigInt(n)}`;
+  const eventId = `demo-${Date.now()}-${n}`;
+  const dataJson =
+    `{"eventId":"${eventId}","eventTimestamp":"${new Date().toISOString()}",` +
+    `"tableIdentifier":"demo_db.${table}","eventType":"TABLE_MUTATION","payload":` +
+    `{"operation":"append","snapshotId":${snapshotId},"summary":{"added-records":"${rows}"}}}`;
+  return { kind, id: eventId, data: JSON.parse(dataJson), dataJson };
+}
+
 /**
  * A sample pipeline so that a newcomer sees something move at once: runs of a minute that
- * write a few log lines and a progress event every second, then succeed, one after another.
+ * write a few log lines and a progress event every second, say when each step starts and
+ * finishes, commit a table to the Iceberg topic every few seconds, then succeed, one after
+ * another.
  */
-export function startDemo(ingest: Ingest, log: (message: string) => void = () => {}): Demo {
+export function startDemo(
+  ingest: Ingest,
+  log: (message: string) => void = () => {},
+  iceberg: DemoIceberg = { topic: 'iceberg', kind: 'iceberg-mutation' },
+): Demo {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let runNumber = 0;
@@ -33,10 +60,22 @@ export function startDemo(ingest: Ingest, log: (message: string) => void = () =>
     const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     await ingest.putRun(DEMO_PIPELINE, runId, { status: 'running', meta: { demo: true } });
     log(`demo: run ${runId} started`);
+    const run = runKey(DEMO_PIPELINE, runId);
     let rows = 0;
+    let commits = 0;
+    let committed = 0;
+    let previousStep: string | undefined;
     for (let second = 1; second <= RUN_SECONDS && !stopped; second += 1) {
       const step =
         STEPS[Math.min(STEPS.length - 1, Math.floor(((second - 1) * STEPS.length) / RUN_SECONDS))]!;
+      if (step !== previousStep) {
+        const changes: NewEvent[] = [{ kind: 'step', step, data: { state: 'started' } }];
+        if (previousStep) {
+          changes.unshift({ kind: 'step', step: previousStep, data: { state: 'finished' } });
+        }
+        await ingest.appendEvents(run, changes);
+        previousStep = step;
+      }
       const lines: string[] = [];
       for (let i = 0; i < 3; i += 1) {
         const table = TABLES[(second * 3 + i) % TABLES.length]!;
@@ -48,12 +87,24 @@ export function startDemo(ingest: Ingest, log: (message: string) => void = () =>
         );
       }
       await ingest.appendLog(DEMO_PIPELINE, runId, { text: lines.join(''), step });
-      await ingest.appendEvents({ type: 'run', pipeline: DEMO_PIPELINE, runId }, [
+      await ingest.appendEvents(run, [
         { kind: 'progress', step, data: { pct: Math.round((second * 100) / RUN_SECONDS), rows } },
       ]);
+      if (second % COMMIT_EVERY_SECONDS === 0) {
+        commits += 1;
+        const table = TABLES[commits % TABLES.length]!;
+        const added = rows - committed;
+        committed = rows;
+        const commit = icebergCommit(iceberg.kind, table, added, runNumber * 100 + commits);
+        await ingest.appendEvents(topicKey(iceberg.topic), [commit]);
+        await ingest.appendEvents(run, [{ kind: 'metric', step, data: { table, added } }]);
+      }
       await sleep(1000);
     }
     if (stopped) return;
+    await ingest.appendEvents(run, [
+      { kind: 'step', step: previousStep ?? 'load', data: { state: 'finished' } },
+    ]);
     await ingest.appendLog(DEMO_PIPELINE, runId, {
       text: `${new Date().toISOString()} INFO run ${runNumber} finished: ${rows} rows\n`,
     });

@@ -47,7 +47,10 @@ export function serveCommand(program: Command): void {
       const settings = loadSettings({ configFile: flags.config, flags: toSettings(flags) });
       const server = await startServer(settings, { sources: loadSources(flags.config) });
       const demo = settings.demo
-        ? startDemo(server.ingest, (message) => server.app.log.info(message))
+        ? startDemo(server.ingest, (message) => server.app.log.info(message), {
+            topic: settings.icebergTopic,
+            kind: settings.icebergKind,
+          })
         : undefined;
       process.stdout.write(`Tailwater listening on ${server.url}\n`);
       if (demo) {

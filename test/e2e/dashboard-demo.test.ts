@@ -206,8 +206,6 @@ describe('`npm start`, then the dashboard in Chromium', () => {
     await screenshot(page, 'dashboard-demo-run-view.png');
   });
 
-  // Last on purpose: the run view's progress bar is being added in parallel, and until it lands
-  // this test fails (no progressbar named "Run progress").
   it("shows the demo run's progress bar value increasing", async () => {
     expect(runUrl, 'the runs list did not link to a running demo run').toBeDefined();
     if (page.url() !== runUrl) await page.goto(runUrl!);
@@ -218,5 +216,30 @@ describe('`npm start`, then the dashboard in Chromium', () => {
     await expect.poll(() => progressValue(bar), { timeout: MOVE_TIMEOUT }).toBeGreaterThan(first);
     expect(await progressValue(bar)).toBeLessThanOrEqual(100);
     expect(await page.getByTestId('run-status').textContent()).toBe('running');
+  });
+
+  it("lists the demo run's step events, which the Kind filter narrows", async () => {
+    if (page.url() !== runUrl) await page.goto(runUrl!);
+    const table = page.getByRole('table', { name: 'Run events' });
+    await table.getByRole('cell', { name: 'step', exact: true }).first().waitFor();
+    await page.getByRole('combobox', { name: 'Kind' }).selectOption('step');
+    const kinds = await table.locator('tbody tr td:nth-child(2)').allTextContents();
+    expect(kinds.length).toBeGreaterThan(0);
+    expect(new Set(kinds)).toEqual(new Set(['step']));
+  });
+
+  it("shows the demo's table commits in the Iceberg view, snapshot ids intact", async () => {
+    await page.goto(`${server!.url}/ui/topics/iceberg`);
+    const row = page.getByRole('table').getByRole('row').filter({ hasText: 'demo_db.' });
+    // The demo commits a table every 5 s of a run.
+    await row.first().waitFor({ timeout: MOVE_TIMEOUT + 5_000 });
+    const cells = await row.first().getByRole('cell').allTextContents();
+    expect(cells[1]).toMatch(/^demo_db\.\w+$/);
+    expect(cells[2]).toBe('append');
+    expect(Number(cells[3])).toBeGreaterThan(0);
+    await screenshot(page, 'dashboard-demo-iceberg.png');
+    // The snapshot id is past 2^53 and comes out of the API digit for digit.
+    const listed = await fetch(`${server!.url}/api/v1/topics/iceberg/entries`);
+    expect(await listed.text()).toMatch(/"snapshotId":73400000000000\d{5}[,}]/);
   });
 });
