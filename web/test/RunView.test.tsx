@@ -1,4 +1,4 @@
-import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, test } from 'vitest';
 import { RunView } from '../src/run/RunView.js';
 import { fakeTail } from './fake-tail.js';
@@ -254,6 +254,50 @@ describe('RunView', () => {
     expect(screen.getByTestId('follow-state').textContent).toBe('Following');
     act(() => lines(fake, 201, 300));
     await waitFor(() => expect(log.scrollTop).toBe(6000 - 400));
+  });
+
+  test('past its limit it lets the oldest lines go: numbers stay the log’s, a note links the whole log, a paused view keeps its place', async () => {
+    const fake = fakeTail();
+    // Lines "line N" of 7–9 characters: 2,000 characters hold about 220 of them.
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} maxLogChars={2000} />);
+    const log = screen.getByTestId('log');
+    const box = geometry(log, 200 * 20);
+    act(() => lines(fake, 1, 200));
+    await waitFor(() => expect(log.scrollTop).toBe(200 * 20 - 400));
+    expect(screen.queryByRole('note')).toBeNull();
+    // The reader scrolls up to line 151 (at the top of the view) and stays there.
+    log.scrollTop = 150 * 20;
+    fireEvent.scroll(log);
+    await waitFor(() => expect(screen.getByTestId('follow-state').textContent).toBe('Paused'));
+
+    act(() => lines(fake, 201, 300));
+    const note = await screen.findByRole('note');
+    expect(note.textContent).toMatch(
+      /keeps about the last 2\.0 KiB of the log: its first \d+ lines are in the whole log/,
+    );
+    expect(within(note).getByRole('link', { name: 'whole log' }).getAttribute('href')).toBe(
+      '/api/v1/pipelines/p/runs/r/log.txt',
+    );
+    const dropped = Number(/first (\d+) lines/.exec(note.textContent ?? '')![1]);
+    expect(dropped).toBeGreaterThan(50);
+    expect(dropped).toBeLessThan(150);
+    await waitFor(() =>
+      expect((log.firstElementChild as HTMLElement).style.height).toBe(`${(300 - dropped) * 20}px`),
+    );
+    box.scrollHeight = (300 - dropped) * 20;
+    // The view moved up by the lines let go: line 151 is still at the top of it.
+    expect(log.scrollTop).toBe((150 - dropped) * 20);
+    fireEvent.scroll(log); // as a browser would after the move
+    expect(screen.getByTestId('follow-state').textContent).toBe('Paused');
+    const row = await waitFor(() => {
+      const found = log.querySelector(`.log-line[data-index="${150 - dropped}"]`);
+      expect(found).not.toBeNull();
+      return found as HTMLElement;
+    });
+    expect(row.querySelector('.line-text')?.textContent).toBe('line 151');
+    // Numbered as the log's own line.
+    expect(row.querySelector('.line-number')?.textContent?.trim()).toBe('151');
+    expect(row.style.transform).toBe(`translateY(${log.scrollTop}px)`);
   });
 
   test('scrolling up pauses follow; the button jumps back and resumes it', async () => {

@@ -27,6 +27,33 @@ describe('LogBuffer', () => {
   });
 });
 
+describe('LogBuffer past its limit', () => {
+  test('lets the oldest lines go, a tenth more than needed, and counts them', () => {
+    const buffer = new LogBuffer(100); // characters, newlines included
+    for (let n = 1; n <= 10; n += 1) buffer.append(`line ${String(n).padStart(3, '0')}\n`); // 9 each
+    expect(buffer.lines).toHaveLength(10);
+    expect(buffer.dropped).toBe(0);
+    buffer.append('line 011\nline 012\n'); // 108 characters: over
+    // Down to at most 90: 10 lines of 9.
+    expect(buffer.lines).toHaveLength(10);
+    expect(buffer.dropped).toBe(2);
+    expect(buffer.lines[0]).toBe('line 003');
+    expect(buffer.lines.at(-1)).toBe('line 012');
+    buffer.clear();
+    expect(buffer.dropped).toBe(0);
+  });
+
+  test('keeps the line being written, however long', () => {
+    const buffer = new LogBuffer(10);
+    buffer.append('short\n');
+    buffer.append('x'.repeat(50));
+    expect(buffer.lines).toEqual(['x'.repeat(50)]);
+    expect(buffer.dropped).toBe(1);
+    buffer.append('y\n');
+    expect(buffer.lines).toEqual([`${'x'.repeat(50)}y`]);
+  });
+});
+
 describe('findMatches', () => {
   test('finds every occurrence, ignoring case, as ranges of the plain text', () => {
     const lines = ['abcABC', 'none', '\u001b[1mab\u001b[0mc!'];

@@ -16,6 +16,7 @@ const LINE_HEIGHT = 20;
  */
 export function LogView({
   lines,
+  firstLine = 0,
   version,
   follow,
   onFollowChange,
@@ -23,6 +24,8 @@ export function LogView({
   active,
 }: {
   lines: readonly string[];
+  /** Lines of the log before `lines[0]` that the view let go (they are numbered on from there). */
+  firstLine?: number;
   /** Changes whenever `lines` (appended in place) changes. */
   version: number;
   follow: boolean;
@@ -65,6 +68,17 @@ export function LogView({
     lastScrollTop.current = element.scrollTop;
   }, [follow, count, version]);
 
+  // Lines let go above the view: keep what the user is reading where it is.
+  const previousFirstLine = useRef(firstLine);
+  useLayoutEffect(() => {
+    const letGo = firstLine - previousFirstLine.current;
+    previousFirstLine.current = firstLine;
+    const element = scrollRef.current;
+    if (letGo <= 0 || follow || !element) return;
+    element.scrollTop = Math.max(0, element.scrollTop - letGo * LINE_HEIGHT);
+    lastScrollTop.current = element.scrollTop;
+  }, [firstLine, follow]);
+
   const activeLine = matches[active]?.line;
   useEffect(() => {
     if (activeLine !== undefined) virtualizer.scrollToIndex(activeLine, { align: 'center' });
@@ -82,7 +96,7 @@ export function LogView({
     else if (!follow && atBottom) onFollowChange(true);
   };
 
-  const digits = String(Math.max(lines.length, 1)).length;
+  const digits = String(Math.max(firstLine + lines.length, 1)).length;
   return (
     <div
       ref={scrollRef}
@@ -111,7 +125,7 @@ export function LogView({
             }}
           >
             <span className="line-number" aria-hidden="true">
-              {String(item.index + 1).padStart(digits, ' ')}
+              {String(firstLine + item.index + 1).padStart(digits, ' ')}
             </span>
             <span className="line-text">
               <AnsiLine text={lines[item.index] ?? ''} marks={marksByLine.get(item.index)} />

@@ -3,12 +3,12 @@ import type { Entry } from '../../../src/model/entry.js';
 import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
 import { ConnectionStateBadge } from '../connection.js';
-import { formatDuration } from '../format.js';
+import { formatBytes, formatDuration } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
 import { useFrameVersion, useNow, useSlashToFocus } from './hooks.js';
-import { findMatches, LogBuffer } from './log-buffer.js';
+import { DEFAULT_MAX_CHARS, findMatches, LogBuffer } from './log-buffer.js';
 import { LogView } from './LogView.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
 import type { Progress } from './ProgressBar.js';
@@ -47,15 +47,18 @@ export function RunView({
   runId,
   tail = defaultTail,
   latest = false,
+  maxLogChars,
 }: {
   pipeline: string;
   runId: string;
   tail?: TailFn;
   /** Opened as the pipeline's latest run: say so beside its id. */
   latest?: boolean;
+  /** Log text the view keeps before letting the oldest lines go (default 256 Mi characters). */
+  maxLogChars?: number;
 }) {
   // Appended in place (see LogBuffer); `version` says when it changed.
-  const [buffer] = useState(() => new LogBuffer());
+  const [buffer] = useState(() => new LogBuffer(maxLogChars));
   const [version, bumpVersion] = useFrameVersion();
   const [events, setEvents] = useState<Entry[]>([]);
   const [facts, setFacts] = useState<RunFacts>(NO_FACTS);
@@ -175,6 +178,13 @@ export function RunView({
         </a>
       </div>
       {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
+      {buffer.dropped > 0 ? (
+        <p className="notice" role="note">
+          This view keeps about the last {formatBytes(maxLogChars ?? DEFAULT_MAX_CHARS)} of the log:
+          its first {buffer.dropped.toLocaleString('en-US')} lines are in the{' '}
+          <a href={logHref(pipeline, runId)}>whole log</a>.
+        </p>
+      ) : null}
       {notices.map((notice) => (
         <p key={notice} className="notice" role="note">
           {notice}
@@ -201,6 +211,7 @@ export function RunView({
           </div>
           <LogView
             lines={buffer.lines}
+            firstLine={buffer.dropped}
             version={version}
             follow={follow}
             onFollowChange={setFollow}

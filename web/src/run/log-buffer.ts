@@ -1,13 +1,24 @@
 import Anser from 'anser';
 
+/** How much log text a view keeps (UTF-16 code units, about bytes for most logs). */
+export const DEFAULT_MAX_CHARS = 256 * 1024 * 1024;
+
 /**
  * A run's log as lines, appended in place: a 100 MB log arrives as thousands of entries, and
  * copying the array for each one would be quadratic. Views re-render on a version counter.
+ * Past `maxChars` the oldest lines are let go (a tab has only so much memory); `dropped` counts
+ * them, so line numbers stay the log's own.
  */
 export class LogBuffer {
   readonly lines: string[] = [];
+  /** Lines let go from the front: `lines[i]` is line `dropped + i + 1` of the log. */
+  dropped = 0;
   /** The last line has no newline yet: the next text continues it. */
   private open = false;
+  /** Text held, newlines included. */
+  private chars = 0;
+
+  constructor(private readonly maxChars = DEFAULT_MAX_CHARS) {}
 
   append(text: string): void {
     if (text === '') return;
@@ -19,11 +30,29 @@ export class LogBuffer {
     // Text ending in '\n' leaves an empty piece: no line yet, until text arrives for it.
     this.open = !text.endsWith('\n');
     if (!this.open) this.lines.pop();
+    this.chars += text.length;
+    if (this.chars > this.maxChars) this.trim();
   }
 
   clear(): void {
     this.lines.length = 0;
     this.open = false;
+    this.chars = 0;
+    this.dropped = 0;
+  }
+
+  /** Lets go of the oldest lines, a tenth more than needed: a splice at the front is O(n). */
+  private trim(): void {
+    const target = this.maxChars * 0.9;
+    let count = 0;
+    let freed = 0;
+    while (this.chars - freed > target && count < this.lines.length - 1) {
+      freed += this.lines[count]!.length + 1;
+      count += 1;
+    }
+    this.lines.splice(0, count);
+    this.chars -= freed;
+    this.dropped += count;
   }
 }
 
