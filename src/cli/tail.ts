@@ -85,7 +85,7 @@ async function runTail(fqn: string, runIdArg: string, flags: TailFlags): Promise
     maxRetries: TAIL_MAX_RETRIES,
     signal: controller.signal,
   })) {
-    if (event.type === 'entry') printer.entry(event.entry);
+    if (event.type === 'entry') printer.entry(event.entry, event.json);
     else if (event.type === 'gap') notice(describeGap(event.gap));
     else if (event.type === 'reconnecting') {
       // A bare error code (ECONNREFUSED…) is a connection that could not be made.
@@ -126,9 +126,10 @@ class EntryPrinter {
 
   constructor(private readonly json: boolean) {}
 
-  entry(entry: Entry): void {
+  /** `json` is the entry as the server sent it: printed as is, its numbers stay exact. */
+  entry(entry: Entry, json: string): void {
     if (this.json) {
-      process.stdout.write(`${JSON.stringify(entry)}\n`);
+      process.stdout.write(`${json}\n`);
     } else if (entry.kind === 'log') {
       const text = entry.text ?? '';
       if (text.length === 0) return;

@@ -25,7 +25,11 @@ export type GapFrame =
 export type TailEvent =
   /** The server accepted the connection (first or after a reconnect); frames follow. */
   | { type: 'open' }
-  | { type: 'entry'; entry: Entry }
+  /**
+   * The next entry; `json` is its JSON text as the server sent it, exact where JSON.parse rounds
+   * (integers past 2^53, long decimals): parse it losslessly when such numbers matter.
+   */
+  | { type: 'entry'; entry: Entry; json: string }
   | { type: 'gap'; gap: GapFrame }
   | { type: 'end'; end: EndFrame }
   /** The stream was cut; `tail()` reconnects with its cursor after `delayMs`. */
@@ -176,7 +180,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
               closing = true;
               break;
             }
-            yield { type: 'entry', entry: JSON.parse(message.data) as Entry };
+            yield { type: 'entry', entry: JSON.parse(message.data) as Entry, json: message.data };
           }
           if (closing) break;
           connection.alive();

@@ -147,14 +147,22 @@ describe('the tailwater command line against a real server', () => {
     const tail = cli(['tail', 'cli.fail', 'r1', '--json']);
     await tail.waitFor((out) => out.includes('"running"'));
     await client.appendLog('cli.fail', 'r1', 'Traceback…\n');
+    // A number past 2^53 is printed as it was written, not as JavaScript would round it.
+    const posted = await fetch(`${server.url}/api/v1/pipelines/cli.fail/runs/r1/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"events":[{"kind":"commit","data":{"snapshotId":1234567890123456789}}]}',
+    });
+    expect(posted.status).toBe(200);
     await client.setStatus('cli.fail', 'r1', 'failed');
 
     expect(await tail.exited()).toBe(1);
     const lines = tail.stdout().trimEnd().split('\n');
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(entries.map((e) => e['seq'])).toEqual([1, 2, 3]);
+    expect(entries.map((e) => e['seq'])).toEqual([1, 2, 3, 4]);
     expect(entries[1]).toMatchObject({ kind: 'log', text: 'Traceback…\n', offset: 0 });
-    expect(entries[2]).toMatchObject({ kind: 'status', data: { status: 'failed' } });
+    expect(lines[2]).toContain('"data":{"snapshotId":1234567890123456789}');
+    expect(entries[3]).toMatchObject({ kind: 'status', data: { status: 'failed' } });
     expect(tail.stderr()).toMatch(/run r1 of cli\.fail finished: failed/);
   });
 

@@ -132,6 +132,27 @@ describe('tail()', () => {
     expect(entriesOf(events).map((e) => e.kind)).toEqual(['status', 'log']);
   });
 
+  it('gives each entry the JSON text the server sent, exact where JSON.parse rounds', async () => {
+    t = await createTestApp(FAST);
+    const url = await t.listen();
+    await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/pipelines/tail.exact/runs/r1/events',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"events":[{"kind":"commit","data":{"snapshotId":1234567890123456789}}]}',
+    });
+    await new TailwaterClient({ server: url }).setStatus('tail.exact', 'r1', 'success');
+    const events = await collect(
+      tail({ server: url, target: { pipeline: 'tail.exact', runId: 'r1' }, kinds: ['commit'] }),
+    );
+    const commit = events.find((e) => e.type === 'entry');
+    expect(commit?.type).toBe('entry');
+    if (commit?.type !== 'entry') return;
+    expect(commit.json).toContain('"snapshotId":1234567890123456789');
+    expect(commit.entry.data).toEqual({ snapshotId: 1234567890123456800 }); // JSON.parse's rounding
+    expect(JSON.parse(commit.json)).toEqual(commit.entry);
+  });
+
   it('surfaces a reset gap (cursor past the end) and follows the stream from its start to end', async () => {
     t = await createTestApp(FAST);
     const url = await t.listen();

@@ -47,10 +47,12 @@ export function fakeTail(): FakeTail {
     push: enqueue,
     entry(partial) {
       seq += 1;
-      enqueue({
-        type: 'entry',
-        entry: { seq, time: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(), ...partial },
-      });
+      const entry = {
+        seq,
+        time: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(),
+        ...partial,
+      };
+      enqueue({ type: 'entry', entry, json: JSON.stringify(entry) });
     },
     fail: (error) => enqueue({ type: 'fail', error }),
     finish: () => enqueue({ type: 'finish' }),
