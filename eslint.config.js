@@ -2,6 +2,54 @@ import js from '@eslint/js';
 import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
+// docs/ARCHITECTURE.md's import table, enforced: what each folder of src/ (and web/) may import.
+const LAYERS = {
+  model: [],
+  store: ['model'],
+  bus: ['model'],
+  engine: ['model', 'store', 'bus'],
+  http: ['engine', 'store', 'model'],
+  client: ['model'],
+  runner: ['client', 'model'],
+  sources: ['engine', 'model'],
+};
+const FOLDERS = [...Object.keys(LAYERS), 'cli'];
+const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => ({
+  files: [`src/${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: FOLDERS.filter((f) => f !== folder && !allowed.includes(f)).map(
+              (f) => `../${f}/*`,
+            ),
+            message: `src/${folder} imports only ${allowed.join(', ') || 'nothing of src'} (docs/ARCHITECTURE.md).`,
+          },
+        ],
+      },
+    ],
+  },
+}));
+const WEB_ALLOWED = ['client', 'model'];
+const webRule = {
+  files: ['web/src/**/*.{ts,tsx}'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: FOLDERS.filter((f) => !WEB_ALLOWED.includes(f)).map((f) => `**/src/${f}/*`),
+            message: 'web/ imports only src/client and src/model (docs/ARCHITECTURE.md).',
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'tailwater-data/', 'test-output/'] },
   js.configs.recommended,
@@ -55,4 +103,6 @@ export default tseslint.config(
       },
     },
   },
+  ...layerRules,
+  webRule,
 );
