@@ -9,8 +9,11 @@ import { RAW_DATA } from '../model/entry.js';
  */
 const LONG_DIGITS = /\d{16}/;
 
-/** Where a parsed request body keeps its exact twin, when it has numbers JSON.parse rounded. */
-const EXACT = Symbol('tailwater.exactJson');
+/** Where a parsed request body keeps its text, when that text might hold such numbers. */
+const SOURCE = Symbol('tailwater.jsonSource');
+
+/** Exact twins already made, per body: a batch asks once per event. */
+const twins = new WeakMap<object, unknown>();
 
 /** Whether a parsed tree holds a number a double cannot carry digit for digit. */
 function holdsLossyNumber(value: unknown): boolean {
@@ -21,36 +24,36 @@ function holdsLossyNumber(value: unknown): boolean {
   return false;
 }
 
-/** The body's exact twin (numbers kept as their text), or undefined when JSON.parse lost none. */
-function exactTwin(text: string): unknown {
-  if (!LONG_DIGITS.test(text)) return undefined;
-  const twin = parse(text);
-  return holdsLossyNumber(twin) ? twin : undefined;
-}
-
-/** Parses a JSON body, and keeps an exact twin on it when JSON.parse rounded a number. */
+/**
+ * Parses a JSON body. When its text has a run of 16 digits, the text is kept on it, so that
+ * an endpoint that stores producer JSON can ask for the exact text of a part (`exactText`);
+ * nothing more is done until one asks.
+ */
 export function parseJsonBody(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  if (value !== null && typeof value === 'object') {
-    const twin = exactTwin(text);
-    if (twin !== undefined) Object.defineProperty(value, EXACT, { value: twin });
+  if (value !== null && typeof value === 'object' && LONG_DIGITS.test(text)) {
+    Object.defineProperty(value, SOURCE, { value: text });
   }
   return value;
 }
 
 /**
- * The exact JSON text of `pick(body)`, when the body has an exact twin; undefined otherwise (and
- * then JSON.stringify of the parsed value is exact too).
+ * The exact JSON text of `pick(body)` when that part holds a number JSON.parse rounded;
+ * undefined otherwise (JSON.stringify of the parsed part is then exact). The body is parsed
+ * exactly (lossless-json) on the first call only.
  */
 export function exactText<Twin>(body: unknown, pick: (twin: Twin) => unknown): string | undefined {
-  const twin = (body as { [EXACT]?: Twin } | null)?.[EXACT];
-  if (twin === undefined) return undefined;
-  return stringify(pick(twin) ?? null) ?? 'null';
+  if (body === null || typeof body !== 'object') return undefined;
+  const source = (body as { [SOURCE]?: string })[SOURCE];
+  if (source === undefined) return undefined;
+  if (!twins.has(body)) twins.set(body, parse(source));
+  const part = pick(twins.get(body) as Twin);
+  return holdsLossyNumber(part) ? stringify(part) : undefined;
 }
 
 /** Whether stored JSON text has a number that JSON.parse would round. */
 export function hasLongNumbers(json: string): boolean {
-  return exactTwin(json) !== undefined;
+  return LONG_DIGITS.test(json) && holdsLossyNumber(parse(json));
 }
 
 // A stand-in for `data` while the rest of an entry is serialized, replaced by the stored text
@@ -68,18 +71,26 @@ export function stringifyWithData<T extends { data?: unknown }>(
   return text.slice(0, at) + dataJson + text.slice(at + QUOTED_PLACEHOLDER.length);
 }
 
+/** Per entry read from the store: its stored `data` text if JSON.parse rounded it, else null. */
+const exactData = new WeakMap<Entry, string | null>();
+
+function exactDataOf(entry: Entry): string | null {
+  let text = exactData.get(entry);
+  if (text === undefined) {
+    const raw = entry[RAW_DATA];
+    text = raw !== undefined && hasLongNumbers(raw) ? raw : null;
+    exactData.set(entry, text);
+  }
+  return text;
+}
+
 /** An entry as JSON, its `data` written from the stored text when JSON.parse rounded it. */
 export function entryJson(entry: Entry): string {
-  const raw = entry[RAW_DATA];
-  return raw !== undefined && hasLongNumbers(raw)
-    ? stringifyWithData(entry, raw)
-    : JSON.stringify(entry);
+  const raw = exactDataOf(entry);
+  return raw === null ? JSON.stringify(entry) : stringifyWithData(entry, raw);
 }
 
 /** Whether any of the entries needs `entryJson` to be sent exactly. */
 export function needsExactJson(entries: readonly Entry[]): boolean {
-  return entries.some((entry) => {
-    const raw = entry[RAW_DATA];
-    return raw !== undefined && hasLongNumbers(raw);
-  });
+  return entries.some((entry) => exactDataOf(entry) !== null);
 }

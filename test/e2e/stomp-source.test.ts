@@ -7,6 +7,8 @@ import { Client } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Entry } from '../../src/model/entry.js';
+import { readAllEntries } from '../helpers/api.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { openSse } from '../helpers/sse.js';
@@ -58,13 +60,6 @@ interface SourceStatus {
 interface Readyz {
   status: string;
   sources: SourceStatus[];
-}
-
-interface Entry {
-  seq: number;
-  kind: string;
-  id?: string;
-  data: unknown;
 }
 
 /** A source of its own: a fresh destination and name, so no durable subscription is shared. */
@@ -120,21 +115,8 @@ async function sourceState(url: string, name: string): Promise<SourceStatus | un
 }
 
 /** Every entry of a topic, page by page. */
-async function allEntries(url: string, topic: string, limit = 250): Promise<Entry[]> {
-  const out: Entry[] = [];
-  let after = 0;
-  for (let page = 0; page < 10_000; page += 1) {
-    const res = await fetch(`${url}/api/v1/topics/${topic}/entries?after=${after}&limit=${limit}`, {
-      signal: AbortSignal.timeout(10_000),
-    });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { entries: Entry[]; next: number; hasMore: boolean };
-    out.push(...body.entries);
-    if (!body.hasMore) return out;
-    after = body.next;
-  }
-  throw new Error('too many pages');
-}
+const allEntries = (url: string, topic: string): Promise<Entry[]> =>
+  readAllEntries(url, `/api/v1/topics/${topic}`);
 
 const ids = (entries: Entry[]) => entries.map((entry) => entry.id);
 

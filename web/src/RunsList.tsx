@@ -1,7 +1,8 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import type { Run } from '../../src/model/run.js';
 import { formatBytes, formatDuration, runHref } from './format.js';
 import { ConnectionStateBadge } from './connection.js';
+import { useNow } from './hooks.js';
 import {
   defaultListRunning,
   REFRESH_MS,
@@ -37,11 +38,6 @@ export function RunsList({
   refreshMs?: number;
 }) {
   const [runs, setRuns] = useState<ReadonlyMap<string, Run>>(new Map());
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
-  }, []);
   const onEvent = useCallback((event: TailEvent) => {
     if (event.type === 'gap' && event.gap.reason === 'reset') setRuns(new Map());
     if (event.type !== 'entry' || event.entry.kind !== 'status') return;
@@ -67,6 +63,8 @@ export function RunsList({
     ...new Set([...runs.values()].filter((r) => r.status === 'running').map((r) => r.pipeline)),
   ].sort();
   useRunningRefresh(runningPipelines, listRunning, onListed, refreshMs);
+  // Durations of running runs move; finished ones do not.
+  const now = useNow(runningPipelines.length > 0);
 
   const byPipeline = new Map<string, Run[]>();
   for (const run of runs.values()) {

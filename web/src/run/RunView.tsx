@@ -1,4 +1,5 @@
 import { useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
+import { runPath } from '../../../src/client/http-client.js';
 import type { Entry } from '../../../src/model/entry.js';
 import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
@@ -7,7 +8,7 @@ import { formatBytes, formatDuration } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
-import { useFrameVersion, useNow, useSlashToFocus } from './hooks.js';
+import { useFrameVersion, useNow, useSlashToFocus } from '../hooks.js';
 import { DEFAULT_MAX_CHARS, findMatches, LogBuffer } from './log-buffer.js';
 import { LogView } from './LogView.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
@@ -33,7 +34,7 @@ function isRunStatus(value: unknown): value is RunStatus {
 }
 
 function logHref(pipeline: string, runId: string): string {
-  return `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs/${encodeURIComponent(runId)}/log.txt`;
+  return `${runPath(pipeline, runId)}/log.txt`;
 }
 
 /**
