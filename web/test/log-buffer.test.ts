@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { findMatches, LogBuffer, plainText } from '../src/run/log-buffer.js';
+import { findMatches, IncrementalSearch, LogBuffer, plainText } from '../src/run/log-buffer.js';
 
 describe('LogBuffer', () => {
   test('joins text split across appends into lines, in place', () => {
@@ -76,5 +76,56 @@ describe('findMatches', () => {
     expect(result.truncated).toBe(true);
     expect(findMatches(['x x x', 'x'], 'x', 4).truncated).toBe(false);
     expect(findMatches(['x'], '')).toEqual({ matches: [], truncated: false });
+  });
+});
+
+describe('IncrementalSearch', () => {
+  /** Asks the incremental search and a full one the same question: they must agree. */
+  function agrees(search: IncrementalSearch, buffer: LogBuffer, query: string) {
+    expect(search.find(buffer, query)).toEqual(findMatches(buffer.lines, query));
+  }
+
+  test('finds what a full search finds as the log grows, a line continued, lines let go or cleared', () => {
+    const buffer = new LogBuffer(200);
+    const search = new IncrementalSearch();
+    buffer.append('an error here\nfine\nerr');
+    agrees(search, buffer, 'error');
+    buffer.append('or continued, and another error\n'); // the last line grew into two matches
+    agrees(search, buffer, 'error');
+    for (let n = 0; n < 12; n += 1) buffer.append(`line ${n} error\n`); // past 200: lines let go
+    expect(buffer.dropped).toBeGreaterThan(0);
+    agrees(search, buffer, 'error');
+    agrees(search, buffer, 'line 1'); // another query
+    const before = buffer.lines.length;
+    buffer.clear();
+    // A new log, longer than the one searched before: it must be searched from its start.
+    buffer.append('line 1 reborn\n');
+    buffer.append('ok\n'.repeat(before + 5));
+    agrees(search, buffer, 'line 1');
+    buffer.append('line 1 again\n');
+    agrees(search, buffer, 'line 1');
+  });
+
+  test('searches a cleared log from its start, even when it grows past the old one', () => {
+    const buffer = new LogBuffer();
+    const search = new IncrementalSearch();
+    buffer.append('match one\nmatch two\nnothing\n');
+    agrees(search, buffer, 'match');
+    buffer.clear(); // a gap reset
+    buffer.append('nothing\n'.repeat(5) + 'match again\n');
+    agrees(search, buffer, 'match');
+    expect(search.find(buffer, 'match').matches).toEqual([{ line: 5, start: 0, end: 5 }]);
+  });
+
+  test('scans only what is new when asked again with the same query', () => {
+    const buffer = new LogBuffer();
+    const search = new IncrementalSearch();
+    buffer.append('x\n'.repeat(1000));
+    expect(search.find(buffer, 'x').matches).toHaveLength(1000);
+    // Rewrite an old line behind the search's back: a rescan would see it, a new-lines scan not.
+    (buffer.lines as string[])[0] = 'gone';
+    buffer.append('x\n');
+    expect(search.find(buffer, 'x').matches).toHaveLength(1001);
+    expect(findMatches(buffer.lines, 'x').matches).toHaveLength(1000);
   });
 });

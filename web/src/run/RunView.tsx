@@ -9,7 +9,7 @@ import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
 import { useFrameVersion, useNow, useSlashToFocus } from '../hooks.js';
-import { DEFAULT_MAX_CHARS, findMatches, LogBuffer } from './log-buffer.js';
+import { DEFAULT_MAX_CHARS, IncrementalSearch, LogBuffer } from './log-buffer.js';
 import { LogView } from './LogView.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
 import type { Progress } from './ProgressBar.js';
@@ -60,6 +60,7 @@ export function RunView({
 }) {
   // Appended in place (see LogBuffer); `version` says when it changed.
   const [buffer] = useState(() => new LogBuffer(maxLogChars));
+  const [searcher] = useState(() => new IncrementalSearch());
   const [version, bumpVersion] = useFrameVersion();
   const [events, setEvents] = useState<Entry[]>([]);
   const [facts, setFacts] = useState<RunFacts>(NO_FACTS);
@@ -130,9 +131,9 @@ export function RunView({
   const deferredQuery = useDeferredValue(query);
   // `version` stands for the buffer's contents, which change in place.
   const search = useMemo(
-    () => findMatches(buffer.lines, deferredQuery),
+    () => searcher.find(buffer, deferredQuery),
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [buffer, deferredQuery, version],
+    [buffer, searcher, deferredQuery, version],
   );
   const count = search.matches.length;
   const shown = count === 0 ? -1 : Math.min(active, count - 1);

@@ -13,6 +13,8 @@ export class LogBuffer {
   readonly lines: string[] = [];
   /** Lines let go from the front: `lines[i]` is line `dropped + i + 1` of the log. */
   dropped = 0;
+  /** How many times the log was cleared (a new log begins each time). */
+  clears = 0;
   /** The last line has no newline yet: the next text continues it. */
   private open = false;
   /** Text held, newlines included. */
@@ -39,6 +41,7 @@ export class LogBuffer {
     this.open = false;
     this.chars = 0;
     this.dropped = 0;
+    this.clears += 1;
   }
 
   /** Lets go of the oldest lines, a tenth more than needed: a splice at the front is O(n). */
@@ -78,12 +81,23 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Every occurrence of `query` in the lines' plain text, ignoring case, up to `limit`. */
-export function findMatches(lines: readonly string[], query: string, limit = 10_000): SearchResult {
+/** The most matches a search keeps ("10000+"). */
+export const MATCH_LIMIT = 10_000;
+
+/**
+ * Every occurrence of `query` in the lines' plain text, ignoring case, up to `limit`, from line
+ * `from` on.
+ */
+export function findMatches(
+  lines: readonly string[],
+  query: string,
+  limit = MATCH_LIMIT,
+  from = 0,
+): SearchResult {
   const matches: Match[] = [];
   if (query === '') return { matches, truncated: false };
   const pattern = new RegExp(escapeRegExp(query), 'gi');
-  for (let line = 0; line < lines.length; line += 1) {
+  for (let line = from; line < lines.length; line += 1) {
     const text = plainText(lines[line]!);
     pattern.lastIndex = 0;
     for (let found = pattern.exec(text); found; found = pattern.exec(text)) {
@@ -92,4 +106,43 @@ export function findMatches(lines: readonly string[], query: string, limit = 10_
     }
   }
   return { matches, truncated: false };
+}
+
+/**
+ * A search that follows a growing log: asked again with the same query, it scans only the lines
+ * added since (and the last one it saw, which may have grown), not the whole log each time text
+ * arrives. Lines let go, a cleared log or another query start it over.
+ */
+export class IncrementalSearch {
+  private last: {
+    query: string;
+    clears: number;
+    dropped: number;
+    scanned: number;
+    result: SearchResult;
+  } | null = null;
+
+  find(buffer: LogBuffer, query: string): SearchResult {
+    const { lines, dropped, clears } = buffer;
+    const last = this.last;
+    let result: SearchResult;
+    if (
+      last &&
+      last.query === query &&
+      last.clears === clears &&
+      last.dropped === dropped &&
+      !last.result.truncated &&
+      last.scanned > 0 &&
+      last.scanned <= lines.length
+    ) {
+      const from = last.scanned - 1;
+      const kept = last.result.matches.filter((match) => match.line < from);
+      const more = findMatches(lines, query, MATCH_LIMIT - kept.length, from);
+      result = { matches: kept.concat(more.matches), truncated: more.truncated };
+    } else {
+      result = findMatches(lines, query);
+    }
+    this.last = { query, clears, dropped, scanned: lines.length, result };
+    return result;
+  }
 }
