@@ -51,11 +51,6 @@ export function exactText<Twin>(body: unknown, pick: (twin: Twin) => unknown): s
   return holdsLossyNumber(part) ? stringify(part) : undefined;
 }
 
-/** Whether stored JSON text has a number that JSON.parse would round. */
-export function hasLongNumbers(json: string): boolean {
-  return LONG_DIGITS.test(json) && holdsLossyNumber(parse(json));
-}
-
 // A stand-in for `data` while the rest of an entry is serialized, replaced by the stored text
 // after: Node 20 has no JSON.rawJSON. The random part keeps producer text from ever matching it.
 const PLACEHOLDER = `\u0000exact-${Math.random().toString(36).slice(2)}\u0000`;
@@ -75,10 +70,12 @@ export function stringifyWithData<T extends { data?: unknown }>(
 const exactData = new WeakMap<Entry, string | null>();
 
 function exactDataOf(entry: Entry): string | null {
+  const raw = entry[RAW_DATA];
+  // The common case, on the fan-out path too: no 16-digit run, nothing to parse or remember.
+  if (raw === undefined || !LONG_DIGITS.test(raw)) return null;
   let text = exactData.get(entry);
   if (text === undefined) {
-    const raw = entry[RAW_DATA];
-    text = raw !== undefined && hasLongNumbers(raw) ? raw : null;
+    text = holdsLossyNumber(parse(raw)) ? raw : null;
     exactData.set(entry, text);
   }
   return text;
