@@ -93,9 +93,20 @@ export class TailwaterClient {
     return this.request('POST', `${runPath(pipeline, runId)}/cancel`);
   }
 
+  /** Every pipeline, page after page. */
   async listPipelines(): Promise<PipelineSummary[]> {
-    return (await this.request<{ pipelines: PipelineSummary[] }>('GET', '/api/v1/pipelines'))
-      .pipelines;
+    const pipelines: PipelineSummary[] = [];
+    let after: string | undefined;
+    do {
+      const query = `?limit=1000${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
+      const page = await this.request<{ pipelines: PipelineSummary[]; next?: string }>(
+        'GET',
+        `/api/v1/pipelines${query}`,
+      );
+      pipelines.push(...page.pipelines);
+      after = page.next;
+    } while (after !== undefined);
+    return pipelines;
   }
 
   async listRuns(

@@ -18,8 +18,11 @@ export type StartPosition =
   | { type: 'after'; seq: number }
   | { type: 'latest' }
   | { type: 'tail'; count: number }
-  /** A cursor from elsewhere that this server cannot place: `gap reset`, then from the start. */
-  | { type: 'unplaceable' };
+  /**
+   * A cursor from elsewhere that this server cannot place: `gap reset`, then the stream from
+   * its start, or its last `tail` entries.
+   */
+  | { type: 'unplaceable'; tail?: number };
 
 export interface SubscribeRequest {
   key: StreamKey;
@@ -192,11 +195,15 @@ export class Hub {
     if (start.type === 'latest') return { cursor: tailer.top };
     const bounds = await this.store.bounds(tailer.key);
     const last = Math.max(bounds.lastSeq, tailer.top);
-    if (start.type === 'tail') {
-      // The last N entries the viewer will see: counted among the kinds it asked for.
-      if (start.count === 0) return { cursor: last };
-      const nth = await this.store.nthLatestSeq(tailer.key, start.count, kinds);
-      return { cursor: nth === undefined ? bounds.firstSeq - 1 : nth - 1 };
+    // The last N entries the viewer will see: counted among the kinds it asked for.
+    const tail = async (count: number) => {
+      if (count === 0) return last;
+      const nth = await this.store.nthLatestSeq(tailer.key, count, kinds);
+      return nth === undefined ? bounds.firstSeq - 1 : nth - 1;
+    };
+    if (start.type === 'tail') return { cursor: await tail(start.count) };
+    if (start.type === 'unplaceable' && start.tail !== undefined) {
+      return { cursor: await tail(start.tail), gap: { reason: 'reset' } };
     }
     if (start.type === 'unplaceable' || start.seq > last) {
       return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };

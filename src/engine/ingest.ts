@@ -2,7 +2,7 @@ import type { Bus } from '../bus/bus.js';
 import type { NewEvent } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import { splitLogText } from '../model/log-chunks.js';
-import { validateProducerKind } from '../model/names.js';
+import { validateEventKind, validateLabel, validateProducerId } from '../model/names.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { streamId } from '../model/stream-key.js';
 import type {
@@ -33,7 +33,17 @@ export class Ingest {
     private readonly settings: Pick<EngineSettings, 'maxEventBytes' | 'maxBatchEntries'>,
   ) {}
 
+  /** Creates or updates a run; its `meta` is at most maxEventBytes of JSON, like an event. */
   async putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
+    if (update.meta !== undefined) {
+      const size = Buffer.byteLength(JSON.stringify(update.meta), 'utf8');
+      if (size > this.settings.maxEventBytes) {
+        throw new TailwaterError(
+          'TW_META_TOO_LARGE',
+          `meta exceeds ${this.settings.maxEventBytes} bytes (was ${size}); keep large documents elsewhere and link to them.`,
+        );
+      }
+    }
     return this.ring(await this.store.putRun(pipeline, runId, update));
   }
 
@@ -42,21 +52,27 @@ export class Ingest {
   }
 
   /**
-   * Appends log text, cut into entries of at most maxEventBytes at line ends. With a producer
-   * id, the first chunk carries the id and the others `id#1`, `id#2`…, so a retried append is
-   * recognised as a whole.
+   * Appends log text, cut into entries of at most maxEventBytes at line ends. A producer id is
+   * kept on the first entry, which stands for the whole append: a retry with the same id and
+   * the same text is acknowledged as the original, with other text it is a conflict.
    */
   async appendLog(pipeline: string, runId: string, log: LogAppend): Promise<AppendLogResult> {
     if (log.text.length === 0) {
       throw new TailwaterError('TW_BAD_REQUEST', 'The log text is empty.');
     }
-    checkWellFormed('', { text: log.text });
-    checkLabels('', { step: log.step, id: log.id });
+    if (!log.text.isWellFormed()) {
+      throw new TailwaterError(
+        'TW_BAD_UTF8',
+        'text is not valid Unicode text (a lone surrogate); it was not stored.',
+      );
+    }
+    const step = log.step === undefined ? undefined : validateLabel('step', log.step);
+    const id = log.id === undefined ? undefined : validateProducerId('id', log.id);
     const pieces = splitLogText(log.text, this.settings.maxEventBytes);
     const chunks = pieces.map((text, index) => ({
       text,
-      step: log.step,
-      id: log.id === undefined ? undefined : index === 0 ? log.id : `${log.id}#${index}`,
+      step,
+      id: index === 0 ? id : undefined,
     }));
     return this.ring(await this.store.appendLog(pipeline, runId, chunks));
   }
@@ -72,31 +88,32 @@ export class Ingest {
         `A batch holds at most ${this.settings.maxBatchEntries} events (was ${events.length}).`,
       );
     }
-    events.forEach((event, index) => this.checkEvent(event, index));
-    return this.ring(await this.store.appendEvents(key, events));
+    const checked = events.map((event, index) => this.checkEvent(event, index));
+    return this.ring(await this.store.appendEvents(key, checked));
   }
 
-  private checkEvent(event: NewEvent, index: number): void {
-    checkLabels(`events[${index}].`, {
-      step: event.step,
-      correlationId: event.correlationId,
-      id: event.id,
-    });
-    try {
-      validateProducerKind(event.kind);
-    } catch (error) {
-      if (error instanceof TailwaterError) {
-        throw new TailwaterError(error.code, `events[${index}]: ${error.message}`);
-      }
-      throw error;
-    }
-    const size = Buffer.byteLength(event.dataJson ?? JSON.stringify(event.data ?? null), 'utf8');
+  /** The event as it will be stored: names checked and normalized, data within its size. */
+  private checkEvent(event: NewEvent, index: number): NewEvent {
+    const at = `events[${index}]`;
+    const checked: NewEvent = {
+      ...event,
+      kind: named(at, () => validateEventKind(event.kind)),
+      step: event.step === undefined ? undefined : validateLabel(`${at}.step`, event.step),
+      correlationId:
+        event.correlationId === undefined
+          ? undefined
+          : validateLabel(`${at}.correlationId`, event.correlationId),
+      id: event.id === undefined ? undefined : validateProducerId(`${at}.id`, event.id),
+      dataJson: event.dataJson ?? JSON.stringify(event.data ?? null),
+    };
+    const size = Buffer.byteLength(checked.dataJson!, 'utf8');
     if (size > this.settings.maxEventBytes) {
       throw new TailwaterError(
         'TW_EVENT_TOO_LARGE',
-        `events[${index}]: data exceeds ${this.settings.maxEventBytes} bytes (was ${size}).`,
+        `${at}: data exceeds ${this.settings.maxEventBytes} bytes (was ${size}).`,
       );
     }
+    return checked;
   }
 
   private ring<T extends { written: Written[] }>(result: T): T {
@@ -105,36 +122,14 @@ export class Ingest {
   }
 }
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-/**
- * Steps, correlation ids and producer ids end up in SSE `id:` lines, headers and logs: like
- * names, they must be well-formed text without control characters.
- */
-function checkLabels(prefix: string, fields: Record<string, string | undefined>): void {
-  checkWellFormed(prefix, fields);
-  for (const [name, value] of Object.entries(fields)) {
-    if (value !== undefined && CONTROL.test(value)) {
-      throw new TailwaterError(
-        'TW_BAD_NAME',
-        `${prefix}${name} must not contain control characters (line breaks included).`,
-      );
+/** Runs a check whose error message does not say where, and says where. */
+function named<T>(at: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof TailwaterError) {
+      throw new TailwaterError(error.code, `${at}: ${error.message}`);
     }
-  }
-}
-
-/**
- * A JSON body can carry a lone surrogate (`"\ud800"`), which is not Unicode text: SQLite would
- * store it as U+FFFD and byte offsets would drift. Such text is refused like broken UTF-8.
- */
-function checkWellFormed(prefix: string, fields: Record<string, string | undefined>): void {
-  for (const [name, value] of Object.entries(fields)) {
-    if (value !== undefined && !value.isWellFormed()) {
-      throw new TailwaterError(
-        'TW_BAD_UTF8',
-        `${prefix}${name} is not valid Unicode text (a lone surrogate); it was not stored.`,
-      );
-    }
+    throw error;
   }
 }

@@ -1,10 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { JsonLimits } from '../model/bounded-json.js';
+import { RawJson } from '../model/bounded-json.js';
+import type { NewEvent } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
+import type { Settings } from '../model/settings.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
-import { parseBody, PlainText } from './body.js';
-import { exactText } from './exact-json.js';
+import type { BodyConfig } from './body.js';
+import { MAX_JSON_DEPTH, parseBody, PlainText, validationError } from './body.js';
 import type { AppDeps } from './deps.js';
 import { pipelineParam, resolveRunId, topicParam } from './params.js';
 
@@ -16,68 +20,116 @@ const logBody = z.object({
   id: label.optional(),
 });
 
-const eventsBody = z.object({
-  events: z.array(
-    z.object({
-      kind: z.string(),
-      data: z.unknown(),
-      step: label.optional(),
-      correlationId: label.optional(),
-      id: label.optional(),
-    }),
-  ),
+const event = z.object({
+  kind: z.string(),
+  data: z.instanceof(RawJson).optional(),
+  step: label.optional(),
+  correlationId: label.optional(),
+  id: label.optional(),
 });
+
+const eventsBody = z.object({ events: z.array(z.unknown()) });
+
+/** Room in a batch item for everything beside its data: kind, step, ids, and their escapes. */
+export const EVENT_ENVELOPE_BYTES = 4096;
+
+/**
+ * The budget of a batch body (`{"events": [...]}`): at most maxBatchEntries items of at most
+ * maxEventBytes of data each, checked as the body arrives; each item's data is kept as the
+ * producer's text. The ZenML dialect uses the same with its own key and words.
+ */
+export function batchLimits(
+  settings: Pick<Settings, 'maxBatchEntries' | 'maxEventBytes'>,
+  rawField: string,
+  errors: {
+    tooMany: (count: number) => TailwaterError;
+    itemTooLarge?: (index: number, bytes: number) => TailwaterError;
+  },
+): { bodyLimit: number; config: BodyConfig } {
+  const maxItemBytes = settings.maxEventBytes + EVENT_ENVELOPE_BYTES;
+  const json: JsonLimits = {
+    maxDepth: MAX_JSON_DEPTH,
+    maxValues: 1000,
+    list: {
+      key: 'events',
+      maxItems: settings.maxBatchEntries,
+      maxItemBytes,
+      rawField,
+      tooManyItems: errors.tooMany,
+      itemTooLarge:
+        errors.itemTooLarge ??
+        ((index, bytes) =>
+          new TailwaterError(
+            'TW_EVENT_TOO_LARGE',
+            `events[${index}]: the event is larger than ${maxItemBytes} bytes of JSON (was at least ${bytes}).`,
+          )),
+    },
+  };
+  return {
+    bodyLimit: settings.maxBatchEntries * (maxItemBytes + 1) + 65536,
+    config: { json },
+  };
+}
 
 type RunParams = { fqn: string; runId: string };
 
 /** Writes: log text and event batches, to runs and topics. Answers once durable. */
 export async function appendRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { settings, store, ingest } = deps;
-  // A full batch of maximum-size events, plus room for the envelope of each.
-  const eventsBodyLimit = settings.maxBatchEntries * (settings.maxEventBytes + 4096) + 65536;
+  const batch = batchLimits(settings, 'data', {
+    tooMany: (count) =>
+      new TailwaterError(
+        'TW_BATCH_TOO_LARGE',
+        `A batch holds at most ${settings.maxBatchEntries} events (was ${count} or more).`,
+      ),
+  });
+  // Log text as text/plain, or as {"text", "step"?, "id"?}: one long string, a few values.
+  const logLimits = {
+    bodyLimit: settings.maxAppendBytes + 65536,
+    config: { json: { maxDepth: 2, maxValues: 16 } } satisfies BodyConfig,
+  };
 
-  app.post(
-    '/api/v1/pipelines/:fqn/runs/:runId/logs',
-    { bodyLimit: settings.maxAppendBytes },
-    async (request) => {
-      const params = request.params as RunParams;
-      const fqn = pipelineParam(params.fqn);
-      const runId = await resolveRunId(store, fqn, params.runId);
-      const log =
-        request.body instanceof PlainText
-          ? { text: request.body.text }
-          : parseBody(logBody, request.body);
-      const { seq, firstSeq, offset, size, duplicate } = await ingest.appendLog(fqn, runId, log);
-      return { seq, firstSeq, offset, size, duplicate };
-    },
-  );
+  app.post('/api/v1/pipelines/:fqn/runs/:runId/logs', logLimits, async (request) => {
+    const params = request.params as RunParams;
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(store, fqn, params.runId);
+    const log =
+      request.body instanceof PlainText
+        ? { text: request.body.text }
+        : parseBody(logBody, request.body);
+    const bytes = Buffer.byteLength(log.text, 'utf8');
+    if (bytes > settings.maxAppendBytes) {
+      throw new TailwaterError(
+        'TW_BODY_TOO_LARGE',
+        `An append holds at most ${settings.maxAppendBytes} bytes of text (was ${bytes}).`,
+      );
+    }
+    const { seq, firstSeq, offset, size, duplicate } = await ingest.appendLog(fqn, runId, log);
+    return { seq, firstSeq, offset, size, duplicate };
+  });
 
   const appendEvents = async (key: StreamKey, body: unknown) => {
     const { events } = parseBody(eventsBody, body);
-    // Numbers JSON.parse would round (a snapshotId past 2^53) are stored as the producer wrote them.
-    const exact = events.map((event, index) => ({
-      ...event,
-      dataJson: exactText(
-        body,
-        (twin: { events: { data?: unknown }[] }) => twin.events[index]?.data,
-      ),
-    }));
-    const { seqs, duplicates } = await ingest.appendEvents(key, exact);
+    const checked: NewEvent[] = [];
+    // One event at a time, stopping at the first bad one.
+    for (const [index, item] of events.entries()) {
+      const parsed = event.safeParse(item);
+      if (!parsed.success) throw validationError(parsed.error, `events[${index}]`);
+      const { data, ...rest } = parsed.data;
+      checked.push({ ...rest, data: undefined, dataJson: data?.text ?? 'null' });
+    }
+    const { seqs, duplicates } = await ingest.appendEvents(key, checked);
     return { first: Math.min(...seqs), last: Math.max(...seqs), duplicates, seqs };
   };
 
-  app.post(
-    '/api/v1/pipelines/:fqn/runs/:runId/events',
-    { bodyLimit: eventsBodyLimit },
-    async (request) => {
-      const params = request.params as RunParams;
-      const fqn = pipelineParam(params.fqn);
-      const runId = await resolveRunId(store, fqn, params.runId);
-      return appendEvents(runKey(fqn, runId), request.body);
-    },
-  );
+  app.post('/api/v1/pipelines/:fqn/runs/:runId/events', batch, async (request) => {
+    const params = request.params as RunParams;
+    const fqn = pipelineParam(params.fqn);
+    const runId = await resolveRunId(store, fqn, params.runId);
+    return appendEvents(runKey(fqn, runId), request.body);
+  });
 
-  app.post('/api/v1/topics/:topic/events', { bodyLimit: eventsBodyLimit }, async (request) => {
+  app.post('/api/v1/topics/:topic/events', batch, async (request) => {
     const topic = topicParam((request.params as { topic: string }).topic);
     if (topic.startsWith('_')) {
       throw new TailwaterError('TW_BAD_NAME', `Topics starting with "_" are the server's own.`);

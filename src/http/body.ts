@@ -1,13 +1,25 @@
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { BoundedJsonReader } from '../model/bounded-json.js';
+import type { JsonLimits } from '../model/bounded-json.js';
 import { TailwaterError } from '../model/errors.js';
-import { parseJsonBody } from './exact-json.js';
 
 /** The body of a `text/plain` request, checked to be UTF-8. */
 export class PlainText {
   constructor(readonly text: string) {}
 }
+
+/** What a route says of the JSON it takes (its `config.json`); the default suits small bodies. */
+export interface BodyConfig {
+  json?: JsonLimits;
+}
+
+/** Nesting no producer needs; deeper data would overflow the stack of JSON.stringify. */
+export const MAX_JSON_DEPTH = 64;
+
+const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: MAX_JSON_DEPTH, maxValues: 50_000 };
 
 function checkCharset(contentType: string | undefined): void {
   const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
@@ -19,52 +31,95 @@ function checkCharset(contentType: string | undefined): void {
   }
 }
 
-function decodeUtf8(body: Buffer): string {
+function checkUtf8(body: Buffer): void {
   if (!isUtf8(body)) {
     throw new TailwaterError(
       'TW_BAD_UTF8',
       'The body is not valid UTF-8; it was not stored (Tailwater never stores replacement characters).',
     );
   }
-  return body.toString('utf8');
+}
+
+function tooLarge(limit: number): TailwaterError {
+  return new TailwaterError(
+    'TW_BODY_TOO_LARGE',
+    `The body is larger than this endpoint takes (${limit} bytes).`,
+  );
 }
 
 /**
- * Replaces Fastify's body parsers so that broken UTF-8 is refused instead of silently turned
- * into U+FFFD, and malformed JSON gets Tailwater's own error code.
+ * Reads a request body piece by piece, within the route's limit: a declared length over it is
+ * refused before a byte is read, and a body that grows past it is refused as soon as it does.
+ * `onChunk` may throw to stop early. What was not read is never read: the error handler closes
+ * the connection (see errors.ts).
+ */
+function readBody(
+  request: FastifyRequest,
+  payload: IncomingMessage,
+  onChunk: (chunk: Buffer) => void,
+): Promise<void> {
+  const limit = request.routeOptions.bodyLimit ?? 0;
+  checkCharset(request.headers['content-type']);
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    throw new TailwaterError(
+      'TW_UNSUPPORTED_MEDIA_TYPE',
+      `Content-Encoding ${encoding} is not accepted; send the body as it is.`,
+    );
+  }
+  const declared = Number(request.headers['content-length'] ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  return new Promise((resolve, reject) => {
+    let received = 0;
+    const stop = (error?: Error) => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onError);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) return stop(tooLarge(limit));
+      try {
+        onChunk(chunk);
+      } catch (error) {
+        stop(error as Error);
+      }
+    };
+    const onEnd = () => stop();
+    const onError = (error: Error) =>
+      stop(new TailwaterError('TW_BAD_REQUEST', `The body could not be read: ${error.message}`));
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onError);
+  });
+}
+
+/**
+ * Replaces Fastify's body parsers. Every body is read within its route's limit and budget
+ * before anything is built from it (docs/SECURITY.md); broken UTF-8 is refused instead of
+ * silently turned into U+FFFD; malformed JSON gets Tailwater's own error code.
  */
 export function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'buffer' },
-    (request: FastifyRequest, body: Buffer, done) => {
-      try {
-        checkCharset(request.headers['content-type']);
-        const text = decodeUtf8(body);
-        if (text.trim() === '') throw new TailwaterError('TW_BAD_JSON', 'The JSON body is empty.');
-        let value: unknown;
-        try {
-          value = parseJsonBody(text);
-        } catch (error) {
-          throw new TailwaterError('TW_BAD_JSON', `Malformed JSON: ${(error as Error).message}`);
-        }
-        done(null, value);
-      } catch (error) {
-        done(error as Error, undefined);
-      }
+    async (request: FastifyRequest, payload: IncomingMessage) => {
+      const limits = (request.routeOptions.config as BodyConfig).json ?? DEFAULT_JSON_LIMITS;
+      const reader = new BoundedJsonReader(limits);
+      await readBody(request, payload, (chunk) => reader.feed(chunk));
+      return reader.finish();
     },
   );
   app.addContentTypeParser(
     'text/plain',
-    { parseAs: 'buffer' },
-    (request: FastifyRequest, body: Buffer, done) => {
-      try {
-        checkCharset(request.headers['content-type']);
-        done(null, new PlainText(decodeUtf8(body)));
-      } catch (error) {
-        done(error as Error, undefined);
-      }
+    async (request: FastifyRequest, payload: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      await readBody(request, payload, (chunk) => chunks.push(chunk));
+      const body = Buffer.concat(chunks);
+      checkUtf8(body);
+      return new PlainText(body.toString('utf8'));
     },
   );
 }
@@ -76,11 +131,19 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   }
   const result = schema.safeParse(body);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  throw validationError(result.error);
+}
+
+/** The first issue of a failed validation, as a 400 with its path (`events[3].kind: …`). */
+export function validationError(error: z.ZodError, prefix = ''): TailwaterError {
+  const issue = error.issues[0]!;
   const path = issue.path
     .map((part, index) =>
-      typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`,
+      typeof part === 'number'
+        ? `[${part}]`
+        : `${index === 0 && !prefix ? '' : '.'}${String(part)}`,
     )
     .join('');
-  throw new TailwaterError('TW_BAD_REQUEST', `${path ? `${path}: ` : ''}${issue.message}`);
+  const where = `${prefix}${path}`;
+  return new TailwaterError('TW_BAD_REQUEST', `${where ? `${where}: ` : ''}${issue.message}`);
 }

@@ -14,7 +14,7 @@ const MiB = 1024 * 1024;
 type Query = Record<string, string | string[] | undefined>;
 
 export async function freightRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
-  const log = async (request: FastifyRequest, reply: FastifyReply) => {
+  const log = (resource: string) => async (request: FastifyRequest, reply: FastifyReply) => {
     const id = (request.params as { id: string }).id;
     const run = await findRunAnywhere(store, id);
     if (!run) {
@@ -27,7 +27,8 @@ export async function freightRoutes(app: FastifyInstance, { store }: AppDeps): P
     const chunks = await store.readLog(key, offset, limit);
     const last = chunks[chunks.length - 1];
     const nextOffset = last ? last.offset + last.size : offset;
-    const path = request.url.split('?')[0];
+    // Built from what was validated, percent-encoded: never the raw path as it came.
+    const path = `${FREIGHT_PREFIX}/${resource}/${encodeURIComponent(id)}/log/`;
     return reply
       .header(
         'Link',
@@ -44,7 +45,7 @@ export async function freightRoutes(app: FastifyInstance, { store }: AppDeps): P
       });
   };
   for (const resource of ['tasks', 'deploys']) {
-    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log/`, log);
-    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log`, log);
+    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log/`, log(resource));
+    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log`, log(resource));
   }
 }

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { FrameEncoder } from '../engine/frames.js';
+import type { FrameEncoder, GapInfo } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import type { Entry } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
+import { SERVER_ID_PREFIX } from '../model/names.js';
 import { topicKey } from '../model/stream-key.js';
+import type { StreamKey } from '../model/stream-key.js';
+import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { streamTo } from './native.js';
 import { commentBytes, frameBytes } from './sse.js';
@@ -13,7 +16,9 @@ import { commentBytes, frameBytes } from './sse.js';
  * The Iceberg table-commit dashboard of seed 001: `event: connected` with a clientId, then each
  * event of the configured topic as `id: <eventId>` / `event: iceberg-mutation` / the producer's
  * JSON. The seed kept no history; here a new dashboard first gets the latest few events, and
- * `Last-Event-ID` (an eventId) resumes exactly after that event.
+ * `Last-Event-ID` (an eventId) resumes exactly after that event. An event stored without an
+ * eventId is sent with `seq:<seq>`, a form no producer id may take, so an id names one event
+ * for ever; a Last-Event-ID the server cannot place gets `gap` and the latest events again.
  */
 export const ICEBERG_PREFIX = '/compat/iceberg';
 
@@ -33,8 +38,7 @@ export class IcebergEncoder implements FrameEncoder {
     let frame = frames.get(entry);
     if (!frame) {
       frame = frameBytes({
-        // Ingest refuses line breaks in ids; the seq stands in should one get through anyway.
-        id: entry.id !== undefined && !/[\r\n]/.test(entry.id) ? entry.id : String(entry.seq),
+        id: eventIdOf(entry),
         event: this.kind,
         // The producer's JSON as received: big integers such as snapshotId stay exact.
         data: entry[RAW_DATA] ?? JSON.stringify(entry.data),
@@ -49,8 +53,9 @@ export class IcebergEncoder implements FrameEncoder {
     return null;
   }
 
-  gap(): null {
-    return null;
+  /** The seed's dashboard listens for its own events only, so it ignores this; others may not. */
+  gap(gap: GapInfo): Buffer {
+    return frameBytes({ event: 'gap', data: JSON.stringify(gap) });
   }
 
   /** A topic ends only when the server stops: close, and the EventSource reconnects. */
@@ -67,6 +72,22 @@ export class IcebergEncoder implements FrameEncoder {
   }
 }
 
+/** The SSE id of an event: its eventId (the producer id), or `seq:<seq>` if it has none. */
+function eventIdOf(entry: Entry): string {
+  return entry.id ?? `${SERVER_ID_PREFIX}${entry.seq}`;
+}
+
+/**
+ * The seq of the event a Last-Event-ID names, if this server can place it. A `seq:` id is a
+ * position whatever became of its event (the Hub says `gap` if retention removed what follows
+ * it, or if it is past the end); an eventId is looked up.
+ */
+async function seqOfEventId(store: Store, key: StreamKey, id: string): Promise<number | undefined> {
+  const digits = id.slice(SERVER_ID_PREFIX.length);
+  if (id.startsWith(SERVER_ID_PREFIX) && /^\d{1,15}$/.test(digits)) return Number(digits);
+  return store.seqOfProducerId(key, id);
+}
+
 export async function icebergRoutes(
   app: FastifyInstance,
   { store, hub, settings }: AppDeps,
@@ -75,19 +96,11 @@ export async function icebergRoutes(
     const key = topicKey(settings.icebergTopic);
     const header = request.headers['last-event-id'];
     const lastEventId = Array.isArray(header) ? header[0] : header;
-    let start: StartPosition = { type: 'tail', count: settings.icebergReplayOnConnect };
+    const replay = settings.icebergReplayOnConnect;
+    let start: StartPosition = { type: 'tail', count: replay };
     if (lastEventId) {
-      // The eventId is the producer id the event was stored under; an event stored without one
-      // was sent with its seq as the id.
-      let seq = await store.seqOfProducerId(key, lastEventId);
-      if (seq === undefined && /^\d{1,15}$/.test(lastEventId)) {
-        const [entry] = await store.readEntries(key, {
-          afterSeq: Number(lastEventId) - 1,
-          limit: 1,
-        });
-        if (entry && entry.seq === Number(lastEventId) && entry.id === undefined) seq = entry.seq;
-      }
-      if (seq !== undefined) start = { type: 'after', seq };
+      const seq = await seqOfEventId(store, key, lastEventId);
+      start = seq === undefined ? { type: 'unplaceable', tail: replay } : { type: 'after', seq };
     }
     await streamTo(
       hub,

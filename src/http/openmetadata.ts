@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { EndInfo, FrameEncoder } from '../engine/frames.js';
@@ -114,20 +113,11 @@ export class OpenMetadataEncoder implements FrameEncoder {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A pipeline's id as OpenMetadata clients see it: a UUID derived from its FQN (stable). */
-export function pipelineUuid(fqn: string): string {
-  const hex = createHash('sha1').update(`tailwater:pipeline:${fqn}`).digest('hex');
-  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
-
-/** A UUID path segment names a pipeline by id, anything else by FQN; unknown → 404. */
+/** A UUID path segment names a pipeline by id (one index probe), anything else by FQN. */
 async function resolvePipeline(store: Store, fqnOrId: string): Promise<string> {
   if (UUID.test(fqnOrId)) {
-    const match = (await store.listPipelines()).find(
-      (p) => pipelineUuid(p.fqn) === fqnOrId.toLowerCase(),
-    );
-    if (match) return match.fqn;
+    const fqn = await store.pipelineById(fqnOrId);
+    if (fqn) return fqn;
   }
   const fqn = pipelineParam(fqnOrId);
   if (!(await store.latestRun(fqn))) {

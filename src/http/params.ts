@@ -2,8 +2,9 @@ import type { StartPosition } from '../engine/hub.js';
 import type { EntryFilter } from '../engine/filter.js';
 import { parseCursor } from '../model/cursor.js';
 import { TailwaterError } from '../model/errors.js';
-import { validateFqn, validateRunId, validateTopic } from '../model/names.js';
-import type { Store } from '../store/store.js';
+import { validateFqn, validateLabel, validateRunId, validateTopic } from '../model/names.js';
+import type { Run } from '../model/run.js';
+import type { PageRequest, Store } from '../store/store.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -15,23 +16,37 @@ export function topicParam(value: string): string {
   return validateTopic(value);
 }
 
-/** `latest` names the pipeline's newest run; any other run id is taken as it is. */
+/** `latest` names the pipeline's newest run; any other run id is taken as it is (in NFC). */
 export async function resolveRunId(store: Store, fqn: string, runId: string): Promise<string> {
-  validateRunId(runId);
-  if (runId !== 'latest') return runId;
+  const id = validateRunId(runId);
+  if (id !== 'latest') return id;
   const latest = await store.latestRun(fqn);
   if (!latest) throw new TailwaterError('TW_RUN_NOT_FOUND', `Pipeline ${fqn} has no runs.`);
   return latest.runId;
 }
 
 /**
- * A run named without its pipeline (ZenML, Freight): by run id across pipelines, or by the UUID
- * the server gave it; the newest match wins.
+ * A run named without its pipeline (ZenML, Freight): by the UUID the server gave it, or by a
+ * run id that only one pipeline has. A run id that several pipelines have is refused (409)
+ * rather than guessed, so a client never reads or writes the wrong run.
  */
-export async function findRunAnywhere(store: Store, runIdOrId: string) {
-  validateRunId(runIdOrId);
-  return (await store.findRuns(runIdOrId))[0];
+export async function findRunAnywhere(store: Store, runIdOrId: string): Promise<Run | undefined> {
+  const name = validateRunId(runIdOrId);
+  const runs = await store.findRuns(name);
+  const byId = runs.find((run) => run.id === name);
+  if (byId) return byId;
+  if (runs.length > 1) {
+    const pipelines = [...new Set(runs.map((run) => run.pipeline))].join(', ');
+    throw new TailwaterError(
+      'TW_AMBIGUOUS_RUN',
+      `The run id ${name} names runs of several pipelines (${pipelines}); name the run by its UUID (the run's "id").`,
+    );
+  }
+  return runs[0];
 }
+
+/** The most values a list parameter takes (each is an index lookup). */
+const MAX_LIST_VALUES = 32;
 
 /** A repeatable, comma-separable list parameter: `kinds=a,b&kinds=c` → [a, b, c]. */
 export function parseList(query: Query, name: string): string[] | undefined {
@@ -41,7 +56,27 @@ export function parseList(query: Query, name: string): string[] | undefined {
     .flatMap((value) => value.split(','))
     .map((value) => value.trim())
     .filter((value) => value.length > 0);
+  if (values.length > MAX_LIST_VALUES) {
+    throw new TailwaterError(
+      'TW_BAD_QUERY',
+      `${name} takes at most ${MAX_LIST_VALUES} values (was ${values.length}).`,
+    );
+  }
   return values.length > 0 ? values : undefined;
+}
+
+/** A list of step names or correlation ids, in NFC as they are stored. */
+export function parseLabelList(query: Query, name: string): string[] | undefined {
+  return parseList(query, name)?.map((value) => validateLabel(name, value));
+}
+
+/** `?after=<cursor>&limit=N` of a listing. */
+export function pageParams(query: Query, options: { default: number; max: number }): PageRequest {
+  const after = single(query, 'after');
+  if (after !== undefined && after.length === 0) {
+    throw new TailwaterError('TW_BAD_CURSOR', 'after must be the `next` of the previous page.');
+  }
+  return { after, limit: intParam(query, 'limit', { min: 1, ...options }) };
 }
 
 function single(query: Query, name: string): string | undefined {
@@ -79,6 +114,9 @@ export function afterParam(query: Query): number {
   return raw === undefined ? 0 : parseCursor(raw, 'after cursor');
 }
 
+/** The most entries `?tail=N` replays (an index walk of N). */
+export const MAX_TAIL = 100_000;
+
 /**
  * Where a stream starts: `Last-Event-ID` wins over `?after=` / `?since=`; else `?from=latest`,
  * else `?tail=N`, else the start of the stream.
@@ -101,7 +139,7 @@ export function parseStart(
     if (from === 'latest') return { type: 'latest' };
   }
   if (query['tail'] !== undefined) {
-    return { type: 'tail', count: intParam(query, 'tail', { min: 0, max: 1_000_000, default: 0 }) };
+    return { type: 'tail', count: intParam(query, 'tail', { min: 0, max: MAX_TAIL, default: 0 }) };
   }
   return { type: 'after', seq: 0 };
 }
@@ -109,7 +147,7 @@ export function parseStart(
 export function parseFilter(query: Query): EntryFilter {
   return {
     kinds: parseList(query, 'kinds'),
-    steps: parseList(query, 'steps'),
-    correlationIds: parseList(query, 'correlationIds'),
+    steps: parseLabelList(query, 'steps'),
+    correlationIds: parseLabelList(query, 'correlationIds'),
   };
 }

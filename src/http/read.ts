@@ -1,11 +1,13 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { TailwaterError } from '../model/errors.js';
+import type { Entry } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
-import { entryJson, needsExactJson } from './exact-json.js';
+import { entryJson } from './exact-json.js';
 import {
   afterParam,
   intParam,
@@ -16,6 +18,8 @@ import {
 } from './params.js';
 
 const MiB = 1024 * 1024;
+/** A page of entries stops at this much payload, however many entries `limit` allows. */
+const ENTRIES_PAGE_BYTES = 4 * MiB;
 type Query = Record<string, string | string[] | undefined>;
 type RunParams = { fqn: string; runId: string };
 
@@ -35,12 +39,19 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     const after = afterParam(query);
     const limit = intParam(query, 'limit', { min: 1, max: 1000, default: 100 });
     const kinds = parseList(query, 'kinds');
-    const page = await store.readEntries(key, { afterSeq: after, limit: limit + 1, kinds });
-    const hasMore = page.length > limit;
-    if (hasMore) page.pop();
+    const page = await store.readEntries(key, {
+      afterSeq: after,
+      limit: limit + 1,
+      kinds,
+      maxBytes: ENTRIES_PAGE_BYTES,
+    });
+    // One more entry than asked for means more follows; so may a page its byte budget cut.
+    const hasMore =
+      page.length > limit ||
+      (payloadBytes(page) >= ENTRIES_PAGE_BYTES && (await moreAfter(store, key, page)));
+    if (page.length > limit) page.pop();
     const next = page[page.length - 1]?.seq ?? after;
-    if (!needsExactJson(page)) return { entries: page, next, hasMore };
-    // Written by hand so that numbers JSON.parse rounded go out as they were stored.
+    // Written by hand so that producer data goes out as it was stored.
     const list = page.map(entryJson).join(',');
     void reply.type('application/json; charset=utf-8');
     return `{"entries":[${list}],"next":${next},"hasMore":${hasMore}}`;
@@ -75,6 +86,18 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       .header('Content-Disposition', `attachment; filename="${safeFileName(name)}.log"`)
       .send(Readable.from(logText(store, key)));
   });
+}
+
+/** What the store counts against a read's byte budget: log text and data as stored. */
+function payloadBytes(page: readonly Entry[]): number {
+  let bytes = 0;
+  for (const entry of page) bytes += Buffer.byteLength(entry.text ?? entry[RAW_DATA] ?? '', 'utf8');
+  return bytes;
+}
+
+/** Whether a stream has entries past the last of a page (of any kind: a cursor never skips). */
+async function moreAfter(store: Store, key: StreamKey, page: readonly Entry[]): Promise<boolean> {
+  return (await store.bounds(key)).lastSeq > page[page.length - 1]!.seq;
 }
 
 /** One page of the log in Freight's shape. */

@@ -4,7 +4,7 @@ import { TailwaterError } from '../model/errors.js';
 import { RUN_STATUSES } from '../model/run.js';
 import { parseBody } from './body.js';
 import type { AppDeps } from './deps.js';
-import { intParam, pipelineParam, resolveRunId } from './params.js';
+import { pageParams, pipelineParam, resolveRunId } from './params.js';
 
 const putRunBody = z.object({
   status: z.enum(RUN_STATUSES),
@@ -14,9 +14,15 @@ const putRunBody = z.object({
 type RunParams = { fqn: string; runId: string };
 type Query = Record<string, string | string[] | undefined>;
 
-/** Runs and pipelines: create, update, read, list, cancel. */
-export async function runRoutes(app: FastifyInstance, { store, ingest }: AppDeps): Promise<void> {
-  app.put('/api/v1/pipelines/:fqn/runs/:runId', async (request) => {
+/** Runs and pipelines: create, update, read, list, cancel; topics listed. */
+export async function runRoutes(
+  app: FastifyInstance,
+  { store, ingest, settings }: AppDeps,
+): Promise<void> {
+  // A status, and a meta of at most maxEventBytes (ingest says so precisely).
+  const putBodyLimit = settings.maxEventBytes + 4096;
+
+  app.put('/api/v1/pipelines/:fqn/runs/:runId', { bodyLimit: putBodyLimit }, async (request) => {
     const params = request.params as RunParams;
     const fqn = pipelineParam(params.fqn);
     if (params.runId === 'latest') {
@@ -36,20 +42,35 @@ export async function runRoutes(app: FastifyInstance, { store, ingest }: AppDeps
     return run;
   });
 
-  app.post('/api/v1/pipelines/:fqn/runs/:runId/cancel', async (request, reply) => {
-    const params = request.params as RunParams;
-    const fqn = pipelineParam(params.fqn);
-    const runId = await resolveRunId(store, fqn, params.runId);
-    const { run } = await ingest.requestCancel(fqn, runId);
-    return reply.code(202).send(run);
+  // Takes no body: what one holds is not read.
+  app.post(
+    '/api/v1/pipelines/:fqn/runs/:runId/cancel',
+    { bodyLimit: 1024 },
+    async (request, reply) => {
+      const params = request.params as RunParams;
+      const fqn = pipelineParam(params.fqn);
+      const runId = await resolveRunId(store, fqn, params.runId);
+      const { run } = await ingest.requestCancel(fqn, runId);
+      return reply.code(202).send(run);
+    },
+  );
+
+  app.get('/api/v1/pipelines', async (request) => {
+    const page = pageParams(request.query as Query, { default: 100, max: 1000 });
+    const { items, next } = await store.listPipelines(page);
+    return { pipelines: items, ...(next === undefined ? {} : { next }) };
   });
 
-  app.get('/api/v1/pipelines', async () => ({ pipelines: await store.listPipelines() }));
+  app.get('/api/v1/topics', async (request) => {
+    const page = pageParams(request.query as Query, { default: 100, max: 1000 });
+    const { items, next } = await store.listTopics(page);
+    return { topics: items, ...(next === undefined ? {} : { next }) };
+  });
 
   app.get('/api/v1/pipelines/:fqn/runs', async (request) => {
     const fqn = pipelineParam((request.params as { fqn: string }).fqn);
     const query = request.query as Query;
-    const limit = intParam(query, 'limit', { min: 1, max: 1000, default: 50 });
+    const page = pageParams(query, { default: 50, max: 1000 });
     const statusParam = query['status'];
     let status: (typeof RUN_STATUSES)[number] | undefined;
     if (statusParam !== undefined) {
@@ -62,6 +83,7 @@ export async function runRoutes(app: FastifyInstance, { store, ingest }: AppDeps
       }
       status = parsed.data;
     }
-    return { runs: await store.listRuns(fqn, { status, limit }) };
+    const { items, next } = await store.listRuns(fqn, { ...page, status });
+    return { runs: items, ...(next === undefined ? {} : { next }) };
   });
 }

@@ -1,13 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
+import { RawJson } from '../model/bounded-json.js';
 import type { Entry, NewEvent } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
 import { RESERVED_KINDS } from '../model/names.js';
 import { runKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
+import { batchLimits, EVENT_ENVELOPE_BYTES } from './append.js';
 import type { AppDeps } from './deps.js';
 import { toTailwaterError } from './errors.js';
+import { stringifyWith } from './exact-json.js';
 import { streamTo } from './native.js';
 import { findRunAnywhere, parseList, parseStart } from './params.js';
 import { commentBytes, frameBytes } from './sse.js';
@@ -22,7 +26,7 @@ export const ZENML_PREFIX = '/compat/zenml/api/v1/runs';
 
 /** Each event's payload, before its 4 KiB envelope (ZenML's STREAM_EVENT_PAYLOAD_BYTES_MAX). */
 const PAYLOAD_BYTES_MAX = 64 * 1024;
-const ENVELOPE_BYTES = 4 * 1024;
+const ENVELOPE_BYTES = EVENT_ENVELOPE_BYTES;
 const BATCH_MAX = 1000;
 
 const streamEvent = z.object({
@@ -32,27 +36,30 @@ const streamEvent = z.object({
   kind: z.string().default('event'),
   correlation_id: z.string().min(1).max(256).nullish(),
   index: z.number().int().nullish(),
-  payload: z.record(z.string(), z.unknown()).default({}),
+  payload: z.instanceof(RawJson).optional(),
 });
 
-/** The StreamEvent a ZenML subscriber expects, rebuilt from a Tailwater entry. */
-function toStreamEvent(entry: Entry, pipelineRunId: string): Record<string, unknown> {
+/**
+ * The StreamEvent a ZenML subscriber expects, rebuilt from a Tailwater entry, as JSON. The
+ * payload is the producer's own text (its numbers exact); data that is not an object (from a
+ * native producer) is wrapped as `{"value": …}`, and log text as `{"text", "offset"}`.
+ */
+function streamEventJson(entry: Entry, pipelineRunId: string): string {
   const extra = entry.extra ?? {};
-  const payload =
-    entry.kind === 'log'
-      ? { text: entry.text, offset: entry.offset }
-      : typeof entry.data === 'object' && entry.data !== null && !Array.isArray(entry.data)
-        ? entry.data
-        : { value: entry.data };
-  return {
+  const event = {
     pipeline_run_id: pipelineRunId,
     step_run_id: extra['step_run_id'] ?? null,
     step_name: entry.step ?? null,
     kind: entry.kind,
     correlation_id: entry.correlationId ?? null,
     index: extra['index'] ?? null,
-    payload,
+    payload: entry.kind === 'log' ? { text: entry.text, offset: entry.offset } : null,
   };
+  const raw = entry[RAW_DATA];
+  if (entry.kind === 'log' || raw === undefined) return JSON.stringify(event);
+  const isObject =
+    typeof entry.data === 'object' && entry.data !== null && !Array.isArray(entry.data);
+  return stringifyWith(event, 'payload', isObject ? raw : `{"value":${raw}}`);
 }
 
 export class ZenmlEncoder implements FrameEncoder {
@@ -72,7 +79,7 @@ export class ZenmlEncoder implements FrameEncoder {
       frame = frameBytes({
         id: entry.seq,
         event: entry.kind,
-        data: JSON.stringify(toStreamEvent(entry, this.pipelineRunId)),
+        data: streamEventJson(entry, this.pipelineRunId),
       });
       if (!byRun) ZenmlEncoder.frames.set(entry, (byRun = new Map()));
       byRun.set(this.pipelineRunId, frame);
@@ -133,76 +140,84 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     return run ? runKey(run.pipeline, run.runId) : runKey(settings.zenmlPipeline, runId);
   };
 
-  app.post(
-    `${ZENML_PREFIX}/:runId/events`,
-    { bodyLimit: BATCH_MAX * (PAYLOAD_BYTES_MAX + ENVELOPE_BYTES) * 2 },
-    async (request) => {
-      const runId = (request.params as { runId: string }).runId;
-      const body = request.body as { events?: unknown } | undefined;
-      if (!body || !Array.isArray(body.events)) {
-        throw new TailwaterError(
-          'TW_BAD_REQUEST',
-          'The body must be {"events": [StreamEvent, …]}.',
-        );
-      }
-      if (body.events.length > BATCH_MAX) {
-        throw new TailwaterError(
+  // The original's limits in its words: 1000 events, each at most 64 KiB + its envelope.
+  const batch = batchLimits(
+    { maxBatchEntries: BATCH_MAX, maxEventBytes: PAYLOAD_BYTES_MAX },
+    'payload',
+    {
+      tooMany: (count) =>
+        new TailwaterError(
           'TW_UNPROCESSABLE',
-          `A batch holds at most ${BATCH_MAX} events (was ${body.events.length}).`,
-        );
-      }
-      if (body.events.length === 0) return { count: 0, last_id: null };
-      const events: NewEvent[] = body.events.map((raw, index) => {
-        const parsed = streamEvent.safeParse(raw);
-        if (!parsed.success) {
-          throw new TailwaterError(
-            'TW_UNPROCESSABLE',
-            `events[${index}]: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
-          );
-        }
-        const event = parsed.data;
-        if (event.pipeline_run_id !== runId) {
-          throw new TailwaterError(
-            'TW_BAD_REQUEST',
-            `events[${index}]: pipeline_run_id ${event.pipeline_run_id} does not match the run ${runId}.`,
-          );
-        }
-        if (RESERVED_KINDS.has(event.kind)) {
-          throw new TailwaterError(
-            'TW_RESERVED_KIND',
-            `events[${index}]: kind "${event.kind}" is reserved.`,
-          );
-        }
-        // The original's two checks, in its words: the whole event, then its payload.
-        const size = Buffer.byteLength(JSON.stringify(event), 'utf8');
-        if (size > PAYLOAD_BYTES_MAX + ENVELOPE_BYTES) {
-          throw new TailwaterError(
-            'TW_EVENT_TOO_LARGE',
-            `Event exceeds ${PAYLOAD_BYTES_MAX + ENVELOPE_BYTES} bytes (was ${size}).`,
-          );
-        }
-        const payloadSize = Buffer.byteLength(JSON.stringify(event.payload), 'utf8');
-        if (payloadSize > settings.maxEventBytes) {
-          throw new TailwaterError(
-            'TW_EVENT_TOO_LARGE',
-            `Event exceeds ${settings.maxEventBytes} bytes (was ${payloadSize}).`,
-          );
-        }
-        const extra: Record<string, unknown> = {};
-        if (event.step_run_id != null) extra['step_run_id'] = event.step_run_id;
-        if (event.index != null) extra['index'] = event.index;
-        return {
-          kind: event.kind,
-          data: event.payload,
-          step: event.step_name ?? undefined,
-          correlationId: event.correlation_id ?? undefined,
-          extra: Object.keys(extra).length > 0 ? extra : undefined,
-        };
-      });
-      const { seqs } = await ingest.appendEvents(await keyOf(runId), events);
-      return { count: events.length, last_id: String(Math.max(...seqs)) };
+          `A batch holds at most ${BATCH_MAX} events (was ${count} or more).`,
+        ),
+      itemTooLarge: (_index, bytes) =>
+        new TailwaterError(
+          'TW_EVENT_TOO_LARGE',
+          `Event exceeds ${PAYLOAD_BYTES_MAX + ENVELOPE_BYTES} bytes (was ${bytes}).`,
+        ),
     },
   );
+
+  app.post(`${ZENML_PREFIX}/:runId/events`, batch, async (request) => {
+    const runId = (request.params as { runId: string }).runId;
+    const body = request.body as { events?: unknown } | undefined;
+    if (!body || !Array.isArray(body.events)) {
+      throw new TailwaterError('TW_BAD_REQUEST', 'The body must be {"events": [StreamEvent, …]}.');
+    }
+    if (body.events.length === 0) return { count: 0, last_id: null };
+    const events: NewEvent[] = [];
+    // One event at a time, stopping at the first bad one.
+    for (const [index, raw] of body.events.entries()) {
+      const parsed = streamEvent.safeParse(raw);
+      if (!parsed.success) {
+        throw new TailwaterError(
+          'TW_UNPROCESSABLE',
+          `events[${index}]: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+        );
+      }
+      const event = parsed.data;
+      const payload = event.payload?.text ?? '{}';
+      if (!payload.startsWith('{')) {
+        throw new TailwaterError(
+          'TW_UNPROCESSABLE',
+          `events[${index}].payload: expected an object.`,
+        );
+      }
+      if (event.pipeline_run_id !== runId) {
+        throw new TailwaterError(
+          'TW_BAD_REQUEST',
+          `events[${index}]: pipeline_run_id ${event.pipeline_run_id} does not match the run ${runId}.`,
+        );
+      }
+      if (RESERVED_KINDS.has(event.kind)) {
+        throw new TailwaterError(
+          'TW_RESERVED_KIND',
+          `events[${index}]: kind "${event.kind}" is reserved.`,
+        );
+      }
+      // The original's second check, in its words (the whole event was checked as it came).
+      const payloadSize = Buffer.byteLength(payload, 'utf8');
+      if (payloadSize > settings.maxEventBytes) {
+        throw new TailwaterError(
+          'TW_EVENT_TOO_LARGE',
+          `Event exceeds ${settings.maxEventBytes} bytes (was ${payloadSize}).`,
+        );
+      }
+      const extra: Record<string, unknown> = {};
+      if (event.step_run_id != null) extra['step_run_id'] = event.step_run_id;
+      if (event.index != null) extra['index'] = event.index;
+      events.push({
+        kind: event.kind,
+        data: undefined,
+        dataJson: payload,
+        step: event.step_name ?? undefined,
+        correlationId: event.correlation_id ?? undefined,
+        extra: Object.keys(extra).length > 0 ? extra : undefined,
+      });
+    }
+    const { seqs } = await ingest.appendEvents(await keyOf(runId), events);
+    return { count: events.length, last_id: String(Math.max(...seqs)) };
+  });
 
   app.get(`${ZENML_PREFIX}/:runId/events/stream`, async (request, reply) => {
     const runId = (request.params as { runId: string }).runId;

@@ -10,16 +10,28 @@ export const ERROR_STATUS = {
   TW_BAD_CURSOR: 400,
   TW_BAD_QUERY: 400,
   TW_RESERVED_KIND: 400,
+  /** The request's Origin is not the server's own nor an allowed one (cross-site requests). */
+  TW_FORBIDDEN_ORIGIN: 403,
   TW_NOT_FOUND: 404,
   TW_PIPELINE_NOT_FOUND: 404,
   TW_RUN_NOT_FOUND: 404,
   TW_STATUS_CONFLICT: 409,
+  /** A producer id already names something else on this stream. */
+  TW_ID_CONFLICT: 409,
+  /** A run named without its pipeline (ZenML, Freight) that more than one pipeline has. */
+  TW_AMBIGUOUS_RUN: 409,
   TW_EVENT_TOO_LARGE: 413,
+  TW_META_TOO_LARGE: 413,
   /** The ZenML dialect's answer to a batch it cannot take (FastAPI's validation status). */
   TW_UNPROCESSABLE: 422,
   TW_BATCH_TOO_LARGE: 413,
   TW_BODY_TOO_LARGE: 413,
   TW_UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The Host header names neither this server nor one of its configured names (DNS rebinding). */
+  TW_MISDIRECTED: 421,
+  /** One client (a remote address) holds as many connections or streams as it may. */
+  TW_TOO_MANY_CLIENT_CONNECTIONS: 429,
+  TW_TOO_MANY_CLIENT_STREAMS: 429,
   TW_TOO_MANY_CONNECTIONS: 503,
   TW_TOO_MANY_STREAMS: 503,
   TW_TOO_MANY_SUBSCRIBERS: 503,

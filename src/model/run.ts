@@ -44,8 +44,13 @@ export interface Run {
   meta: Record<string, unknown>;
 }
 
+/** A run as the runs feed carries it: without its `meta`, which can be large. */
+export type RunSummary = Omit<Run, 'meta'>;
+
 export interface PipelineSummary {
   fqn: string;
+  /** A UUID derived from the FQN, stable for ever (OpenMetadata's clients name pipelines so). */
+  id: string;
   runs: number;
   lastRun: Run | null;
 }

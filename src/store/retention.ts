@@ -53,11 +53,16 @@ export class RetentionLoop {
 
   private async pass(): Promise<number> {
     let removed = 0;
-    for (const topic of await this.store.listTopics()) {
-      const policy = retentionPolicy(topic, this.settings, this.now());
-      if (policy.maxEntries === 0 && policy.olderThanMs === undefined) continue;
-      removed += (await this.store.trimTopic(topic, policy)).removed;
-    }
+    let after: string | undefined;
+    do {
+      const page = await this.store.listTopics({ after, limit: 1000 });
+      for (const topic of page.items) {
+        const policy = retentionPolicy(topic, this.settings, this.now());
+        if (policy.maxEntries === 0 && policy.olderThanMs === undefined) continue;
+        removed += (await this.store.trimTopic(topic, policy)).removed;
+      }
+      after = page.next;
+    } while (after !== undefined);
     return removed;
   }
 

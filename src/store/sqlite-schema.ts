@@ -1,5 +1,6 @@
 /**
- * The SQLite schema. `streams` keeps each key's counters forever, so a seq never goes back for
+ * The SQLite schema, created if missing (every statement is idempotent); `MIGRATIONS` then fill
+ * what a database made by an older version lacks. `streams` keeps each key's counters forever, so a seq never goes back for
  * a key even if its run is deleted; `entries` is clustered by (stream, seq) for cursor reads.
  */
 export const SCHEMA = `
@@ -44,4 +45,17 @@ CREATE UNIQUE INDEX IF NOT EXISTS entries_producer_id
   ON entries (stream_id, producer_id) WHERE producer_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_log_offset
   ON entries (stream_id, log_offset) WHERE log_offset IS NOT NULL;
+-- Reads filtered by kind go straight to the entries of that kind. Log text is read by offset
+-- (above), so only the other entries are in this index: appending log text costs no more.
+CREATE INDEX IF NOT EXISTS entries_kind
+  ON entries (stream_id, kind, seq) WHERE log_offset IS NULL;
+
+-- One row per pipeline, kept with its runs in the same transaction, so a listing is one
+-- indexed query per page and an id lookup is one probe.
+CREATE TABLE IF NOT EXISTS pipelines (
+  fqn      TEXT    PRIMARY KEY,
+  id       TEXT    NOT NULL UNIQUE,
+  runs     INTEGER NOT NULL DEFAULT 0,
+  last_run TEXT
+);
 `;

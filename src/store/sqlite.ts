@@ -6,7 +6,8 @@ import type { Entry, NewEvent, NewLog } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import { LOG_KIND } from '../model/names.js';
-import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import { pipelineId } from '../model/pipeline-id.js';
+import type { PipelineSummary, Run, RunStatus, RunSummary } from '../model/run.js';
 import { isTerminal } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, streamId, topicKey } from '../model/stream-key.js';
@@ -14,7 +15,10 @@ import { SCHEMA } from './sqlite-schema.js';
 import type {
   AppendEventsResult,
   AppendLogResult,
+  ListRunsRequest,
   LogChunk,
+  Page,
+  PageRequest,
   PutRunResult,
   ReadEntriesOptions,
   RunUpdate,
@@ -24,7 +28,7 @@ import type {
   TrimResult,
   Written,
 } from './store.js';
-import { RUNS_FEED_TOPIC } from './store.js';
+import { PAGE_META_BYTES, RUNS_FEED_TOPIC } from './store.js';
 
 export interface SqliteStoreOptions {
   /** `normal` (default): durable against a process crash. `full`: also against power loss. */
@@ -51,6 +55,7 @@ interface RunRow {
   meta: string;
   last_seq: number;
   log_bytes: number;
+  position: number;
 }
 
 interface EntryRow {
@@ -74,23 +79,150 @@ interface PendingEntry {
   /** Log text, or the JSON of `data`. */
   body: string;
   isLog: boolean;
-  extra?: Record<string, unknown> | undefined;
+  extra?: string | undefined;
 }
 
+/** The body of a write transaction: it yields between rows, where the write may pause. */
+type WriteBody<T> = () => Generator<void, T, void>;
+
 const TRIM_ROWS_PER_TRANSACTION = 10_000;
+/** How long a write runs before the event loop gets a turn (the transaction stays open). */
+const WRITE_SLICE_MS = 8;
 
 const RUN_COLUMNS = `r.id, r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
-  r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes`;
+  r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes, r.rowid AS position`;
+const ENTRY_COLUMNS = `seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra`;
+
+/** The statements that read, prepared on each connection. */
+function readStatements(db: Database.Database) {
+  return {
+    streamByKey: db.prepare<[string], StreamRow>(
+      'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
+    ),
+    streamById: db.prepare<[number], StreamRow>(
+      'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
+    ),
+    entryByProducerId: db.prepare<[number, string], EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND producer_id = ?`,
+    ),
+    readEntries: db.prepare<[number, number, number], EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    firstLogAtOrAfter: db.prepare<[number, number], { seq: number; log_offset: number }>(
+      `SELECT seq, log_offset FROM entries WHERE stream_id = ? AND log_offset >= ?
+        ORDER BY log_offset LIMIT 1`,
+    ),
+    logRange: db.prepare<
+      [number, number, number],
+      { log_offset: number; body: string; time: number }
+    >(
+      `SELECT log_offset, body, time FROM entries
+        WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
+    ),
+    logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
+      `SELECT max(log_offset) AS start FROM entries
+        WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
+    ),
+    nthLatest: db.prepare<[number, number], { seq: number }>(
+      'SELECT seq FROM entries WHERE stream_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?',
+    ),
+    getRun: db.prepare<[string, string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+        WHERE r.pipeline = ? AND r.run_id = ?`,
+    ),
+    latestRun: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM pipelines p JOIN runs r ON r.id = p.last_run
+        JOIN streams s ON s.id = r.stream_id WHERE p.fqn = ?`,
+    ),
+    listRuns: db.prepare<[string, number, number], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+        WHERE r.pipeline = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
+    ),
+    listRunsByStatus: db.prepare<[string, string, number, number], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+        WHERE r.pipeline = ? AND r.status = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
+    ),
+    pipelines: db.prepare<
+      [string, number],
+      Partial<RunRow> & { fqn: string; pid: string; runs: number }
+    >(
+      `SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
+        LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
+        WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
+    ),
+    pipelineById: db.prepare<[string], { fqn: string }>('SELECT fqn FROM pipelines WHERE id = ?'),
+    runsByRunIdOrId: db.prepare<[string, string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+        WHERE r.run_id = ? OR r.id = ? ORDER BY r.rowid DESC LIMIT 10`,
+    ),
+    // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
+    topicKeys: db.prepare<[string, string, number], { key: string }>(
+      'SELECT key FROM streams WHERE key > ? AND key < ? ORDER BY key LIMIT ?',
+    ),
+    firstSeqAtOrAfter: db.prepare<[number, number], { seq: number }>(
+      'SELECT seq FROM entries WHERE stream_id = ? AND time >= ? ORDER BY seq LIMIT 1',
+    ),
+  };
+}
+
+type ReadStatements = ReturnType<typeof readStatements>;
+
+/** The statements that write, prepared on the writing connection only. */
+function writeStatements(db: Database.Database) {
+  return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    insertStream: db.prepare<[string]>('INSERT INTO streams (key) VALUES (?)'),
+    updateStream: db.prepare<[number, number, number]>(
+      'UPDATE streams SET last_seq = ?, log_bytes = ? WHERE id = ?',
+    ),
+    insertEntry: db.prepare(
+      `INSERT INTO entries (stream_id, seq, time, kind, step, correlation_id, producer_id,
+         log_offset, body, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, pipeline, run_id, stream_id, status, created_at, started_at,
+         ended_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    updateRun: db.prepare(
+      `UPDATE runs SET status = ?, started_at = ?, ended_at = ?, meta = ?, cancel_requested = ?
+        WHERE pipeline = ? AND run_id = ?`,
+    ),
+    notePipelineRun: db.prepare<[string, string, string]>(
+      `INSERT INTO pipelines (fqn, id, runs, last_run) VALUES (?, ?, 1, ?)
+        ON CONFLICT (fqn) DO UPDATE SET runs = runs + 1, last_run = excluded.last_run`,
+    ),
+    deleteBefore: db.prepare<[number, number, number]>(
+      'DELETE FROM entries WHERE stream_id = ? AND seq >= ? AND seq < ?',
+    ),
+    setFirstSeq: db.prepare<[number, number]>(
+      'UPDATE streams SET first_seq = max(first_seq, ?) WHERE id = ?',
+    ),
+  };
+}
 
 /**
- * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so every
- * append is a single transaction run to completion on the event loop: seq assignment cannot
- * interleave, and the promise resolves only after COMMIT returned.
+ * The embedded store: one SQLite file in WAL mode, written through one connection and read
+ * through another. better-sqlite3 is synchronous, so writes are queued and each runs as one
+ * transaction; a large one (a full batch is 64 MB) pauses between rows every few milliseconds
+ * with its transaction open, so the event loop is never held for long. The reading connection
+ * sees only what is committed, so no reader ever sees part of a write, and an append resolves
+ * only after its COMMIT returned.
  */
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
+  private readonly reader: Database.Database;
   private readonly streamIds = new Map<string, number>();
-  private readonly stmt;
+  /** Reads inside a write transaction, on the writing connection. */
+  private readonly w: ReadStatements;
+  private readonly write_: ReturnType<typeof writeStatements>;
+  /** Reads outside any write: committed data only. */
+  private readonly r: ReadStatements;
+  /** The writes waiting their turn; never rejects. */
+  private queue: Promise<void> = Promise.resolve();
+  /** An in-memory database has no second connection, so its writes never pause. */
+  private readonly sliced: boolean;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -102,154 +234,115 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
-    const db = this.db;
-    this.stmt = {
-      streamByKey: db.prepare<[string], StreamRow>(
-        'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
-      ),
-      streamById: db.prepare<[number], StreamRow>(
-        'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
-      ),
-      insertStream: db.prepare<[string]>('INSERT INTO streams (key) VALUES (?)'),
-      updateStream: db.prepare<[number, number, number]>(
-        'UPDATE streams SET last_seq = ?, log_bytes = ? WHERE id = ?',
-      ),
-      insertEntry: db.prepare(
-        `INSERT INTO entries (stream_id, seq, time, kind, step, correlation_id, producer_id,
-           log_offset, body, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      seqOfProducerId: db.prepare<[number, string], { seq: number; log_offset: number | null }>(
-        'SELECT seq, log_offset FROM entries WHERE stream_id = ? AND producer_id = ?',
-      ),
-      readEntries: db.prepare<[number, number, number], EntryRow>(
-        `SELECT seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra
-           FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-      ),
-      logRange: db.prepare<
-        [number, number, number],
-        { log_offset: number; body: string; time: number }
-      >(
-        `SELECT log_offset, body, time FROM entries
-          WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
-      ),
-      logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
-        `SELECT max(log_offset) AS start FROM entries
-          WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
-      ),
-      getRun: db.prepare<[string, string], RunRow>(
-        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-          WHERE r.pipeline = ? AND r.run_id = ?`,
-      ),
-      latestRun: db.prepare<[string], RunRow>(
-        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-          WHERE r.pipeline = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1`,
-      ),
-      listRuns: db.prepare<[string, number], RunRow>(
-        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-          WHERE r.pipeline = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`,
-      ),
-      listRunsByStatus: db.prepare<[string, string, number], RunRow>(
-        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-          WHERE r.pipeline = ? AND r.status = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`,
-      ),
-      pipelines: db.prepare<[], { pipeline: string; runs: number }>(
-        'SELECT pipeline, count(*) AS runs FROM runs GROUP BY pipeline ORDER BY pipeline',
-      ),
-      insertRun: db.prepare(
-        `INSERT INTO runs (id, pipeline, run_id, stream_id, status, created_at, started_at,
-           ended_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      runsByRunIdOrId: db.prepare<[string, string], RunRow>(
-        `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-          WHERE r.run_id = ? OR r.id = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 10`,
-      ),
-      // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
-      topicKeys: db.prepare<[string, string], { key: string }>(
-        'SELECT key FROM streams WHERE key > ? AND key < ? ORDER BY key',
-      ),
-      firstSeqAtOrAfter: db.prepare<[number, number], { seq: number }>(
-        'SELECT seq FROM entries WHERE stream_id = ? AND time >= ? ORDER BY seq LIMIT 1',
-      ),
-      deleteBefore: db.prepare<[number, number, number]>(
-        'DELETE FROM entries WHERE stream_id = ? AND seq >= ? AND seq < ?',
-      ),
-      setFirstSeq: db.prepare<[number, number]>(
-        'UPDATE streams SET first_seq = max(first_seq, ?) WHERE id = ?',
-      ),
-      updateRun: db.prepare(
-        `UPDATE runs SET status = ?, started_at = ?, ended_at = ?, meta = ?, cancel_requested = ?
-          WHERE pipeline = ? AND run_id = ?`,
-      ),
-    };
+    migrate(this.db);
+    this.sliced = path !== ':memory:';
+    this.reader = this.sliced ? new Database(path, { readonly: true }) : this.db;
+    if (this.sliced) this.reader.pragma('busy_timeout = 5000');
+    this.w = readStatements(this.db);
+    this.write_ = writeStatements(this.db);
+    this.r = this.sliced ? readStatements(this.reader) : this.w;
   }
 
   // ---- runs ------------------------------------------------------------------------------
 
-  async putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
-    return this.write(() => {
-      const written: Written[] = [];
-      const run = this.upsertRunRow(pipeline, runId, update, Date.now(), written, false);
-      return { run, written };
-    });
+  putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
+    return this.write(() => this.putRunSteps(pipeline, runId, update));
   }
 
-  async requestCancel(pipeline: string, runId: string): Promise<PutRunResult> {
-    return this.write(() => {
-      const row = this.stmt.getRun.get(pipeline, runId);
-      if (!row) throw runNotFound(pipeline, runId);
-      if (isTerminal(row.status)) {
-        throw new TailwaterError(
-          'TW_STATUS_CONFLICT',
-          `Run ${runId} already ended with status ${row.status}; there is nothing to cancel.`,
-        );
-      }
-      const written: Written[] = [];
-      const run = this.upsertRunRow(pipeline, runId, {}, Date.now(), written, true);
-      return { run, written };
-    });
+  private *putRunSteps(pipeline: string, runId: string, update: RunUpdate) {
+    const written: Written[] = [];
+    const run = yield* this.upsertRunRow(pipeline, runId, update, Date.now(), written, false);
+    return { run, written };
+  }
+
+  requestCancel(pipeline: string, runId: string): Promise<PutRunResult> {
+    return this.write(() => this.requestCancelSteps(pipeline, runId));
+  }
+
+  private *requestCancelSteps(pipeline: string, runId: string): Generator<void, PutRunResult> {
+    const row = this.w.getRun.get(pipeline, runId);
+    if (!row) throw runNotFound(pipeline, runId);
+    if (isTerminal(row.status)) {
+      throw new TailwaterError(
+        'TW_STATUS_CONFLICT',
+        `Run ${runId} already ended with status ${row.status}; there is nothing to cancel.`,
+      );
+    }
+    const written: Written[] = [];
+    // Asked before: nothing more to say, nothing written.
+    if (row.cancel_requested === 1) return { run: runFromRow(row), written };
+    const run = yield* this.upsertRunRow(pipeline, runId, {}, Date.now(), written, true);
+    return { run, written };
   }
 
   async getRun(pipeline: string, runId: string): Promise<Run | undefined> {
-    const row = this.stmt.getRun.get(pipeline, runId);
-    return row && this.runFromRow(row);
+    const row = this.r.getRun.get(pipeline, runId);
+    return row && runFromRow(row);
   }
 
   async findRuns(runIdOrId: string): Promise<Run[]> {
-    return this.stmt.runsByRunIdOrId.all(runIdOrId, runIdOrId).map((row) => this.runFromRow(row));
+    return this.r.runsByRunIdOrId.all(runIdOrId, runIdOrId).map(runFromRow);
   }
 
   async latestRun(pipeline: string): Promise<Run | undefined> {
-    const row = this.stmt.latestRun.get(pipeline);
-    return row && this.runFromRow(row);
+    const row = this.r.latestRun.get(pipeline);
+    return row && runFromRow(row);
   }
 
-  async listPipelines(): Promise<PipelineSummary[]> {
-    return this.stmt.pipelines.all().map(({ pipeline, runs }) => {
-      const last = this.stmt.latestRun.get(pipeline);
-      return { fqn: pipeline, runs, lastRun: last ? this.runFromRow(last) : null };
-    });
+  async listPipelines(page: PageRequest): Promise<Page<PipelineSummary>> {
+    const after = page.after ?? '';
+    const rows = this.r.pipelines.all(after, page.limit + 1);
+    const items: PipelineSummary[] = [];
+    let metaBytes = 0;
+    for (const row of rows.slice(0, page.limit)) {
+      if (items.length > 0 && metaBytes >= PAGE_META_BYTES) break;
+      metaBytes += row.meta?.length ?? 0;
+      items.push({
+        fqn: row.fqn,
+        id: row.pid,
+        runs: row.runs,
+        lastRun: row.id === null || row.id === undefined ? null : runFromRow(row as RunRow),
+      });
+    }
+    const more = items.length < rows.length;
+    return { items, next: more ? items[items.length - 1]!.fqn : undefined };
   }
 
-  async listRuns(pipeline: string, options: { status?: RunStatus; limit: number }): Promise<Run[]> {
-    const rows = options.status
-      ? this.stmt.listRunsByStatus.all(pipeline, options.status, options.limit)
-      : this.stmt.listRuns.all(pipeline, options.limit);
-    return rows.map((row) => this.runFromRow(row));
+  async pipelineById(id: string): Promise<string | undefined> {
+    return this.r.pipelineById.get(id.toLowerCase())?.fqn;
+  }
+
+  async listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
+    const before = page.after === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(page.after);
+    const rows = page.status
+      ? this.r.listRunsByStatus.all(pipeline, page.status, before, page.limit + 1)
+      : this.r.listRuns.all(pipeline, before, page.limit + 1);
+    const items: Run[] = [];
+    let metaBytes = 0;
+    let last: RunRow | undefined;
+    for (const row of rows.slice(0, page.limit)) {
+      if (items.length > 0 && metaBytes >= PAGE_META_BYTES) break;
+      metaBytes += row.meta.length;
+      items.push(runFromRow(row));
+      last = row;
+    }
+    const more = items.length < rows.length;
+    return { items, next: more && last ? String(last.position) : undefined };
   }
 
   /**
    * Creates or updates the run row inside the caller's transaction. On a status change (or a
    * cancel request) it writes a `status` entry to the run stream and one to the runs feed.
    */
-  private upsertRunRow(
+  private *upsertRunRow(
     pipeline: string,
     runId: string,
     update: RunUpdate,
     now: number,
     written: Written[],
     cancel: boolean,
-  ): Run {
-    const existing = this.stmt.getRun.get(pipeline, runId);
+  ): Generator<void, Run, void> {
+    const existing = this.w.getRun.get(pipeline, runId);
     const status = update.status ?? existing?.status ?? 'running';
     if (existing && isTerminal(existing.status) && !isTerminal(status)) {
       throw new TailwaterError(
@@ -257,30 +350,27 @@ export class SqliteStore implements Store {
         `Run ${runId} already ended with status ${existing.status}; it cannot become ${status}.`,
       );
     }
-    const meta = JSON.stringify(update.meta ?? (existing ? JSON.parse(existing.meta) : {}));
+    const meta = update.meta === undefined ? (existing?.meta ?? '{}') : JSON.stringify(update.meta);
     const startedAt = existing?.started_at ?? (status === 'queued' ? null : now);
     const endedAt = !isTerminal(status)
       ? null
       : existing && isTerminal(existing.status)
         ? existing.ended_at
         : now;
-    let changed = cancel;
     if (!existing) {
       const sid = this.streamRow(runKey(pipeline, runId)).id;
-      this.stmt.insertRun.run(
-        randomUUID(),
-        pipeline,
-        runId,
-        sid,
-        status,
-        now,
-        startedAt,
-        endedAt,
-        meta,
-      );
-      changed = true;
+      const id = randomUUID();
+      this.write_.insertRun.run(id, pipeline, runId, sid, status, now, startedAt, endedAt, meta);
+      this.write_.notePipelineRun.run(pipeline, pipelineId(pipeline), id);
     } else {
-      this.stmt.updateRun.run(
+      const changedRow =
+        existing.status !== status ||
+        existing.meta !== meta ||
+        existing.started_at !== startedAt ||
+        existing.ended_at !== endedAt ||
+        (cancel && existing.cancel_requested !== 1);
+      if (!changedRow) return runFromRow(existing);
+      this.write_.updateRun.run(
         status,
         startedAt,
         endedAt,
@@ -289,133 +379,165 @@ export class SqliteStore implements Store {
         pipeline,
         runId,
       );
-      changed ||= existing.status !== status;
+      // Only a status change or a cancel request is news for viewers; meta alone is not.
+      if (existing.status === status && !cancel) {
+        return runFromRow(this.w.getRun.get(pipeline, runId)!);
+      }
     }
-    if (!changed) return this.runFromRow(this.stmt.getRun.get(pipeline, runId)!);
     const key = runKey(pipeline, runId);
     const statusData = JSON.stringify(cancel ? { status, cancelRequested: true } : { status });
-    const [seq] = this.insert(key, [{ kind: 'status', body: statusData, isLog: false }], now);
+    const [seq] = yield* this.insert(
+      key,
+      [{ kind: 'status', body: statusData, isLog: false }],
+      now,
+    );
     written.push({ key, seq: seq! });
     // Read after the status entry so the feed's copy of the run shows its new lastSeq.
-    const run = this.runFromRow(this.stmt.getRun.get(pipeline, runId)!);
+    const run = runFromRow(this.w.getRun.get(pipeline, runId)!);
     const feed = topicKey(RUNS_FEED_TOPIC);
-    const [feedSeq] = this.insert(
+    const { meta: _meta, ...summary } = run;
+    const feedBody = JSON.stringify(summary satisfies RunSummary);
+    const [feedSeq] = yield* this.insert(
       feed,
-      [{ kind: 'status', body: JSON.stringify(run), isLog: false }],
+      [{ kind: 'status', body: feedBody, isLog: false }],
       now,
     );
     written.push({ key: feed, seq: feedSeq! });
     return run;
   }
 
-  private ensureRun(pipeline: string, runId: string, now: number, written: Written[]): void {
-    if (!this.stmt.getRun.get(pipeline, runId)) {
-      this.upsertRunRow(pipeline, runId, { status: 'running' }, now, written, false);
+  private *ensureRun(pipeline: string, runId: string, now: number, written: Written[]) {
+    if (!this.w.getRun.get(pipeline, runId)) {
+      yield* this.upsertRunRow(pipeline, runId, { status: 'running' }, now, written, false);
     }
   }
 
   // ---- appends ---------------------------------------------------------------------------
 
-  async appendLog(
+  appendLog(pipeline: string, runId: string, chunks: readonly NewLog[]): Promise<AppendLogResult> {
+    return this.write(() => this.appendLogSteps(pipeline, runId, chunks));
+  }
+
+  private *appendLogSteps(
     pipeline: string,
     runId: string,
     chunks: readonly NewLog[],
-  ): Promise<AppendLogResult> {
-    return this.write((): AppendLogResult => {
-      const key = runKey(pipeline, runId);
-      const now = Date.now();
-      const written: Written[] = [];
-      const first = chunks[0];
-      const stream = this.streamRow(key);
-      if (first?.id !== undefined) {
-        const original = this.stmt.seqOfProducerId.get(stream.id, first.id);
-        if (original) return this.originalLogAppend(stream.id, original, chunks.length, written);
-      }
-      this.ensureRun(pipeline, runId, now, written);
-      const offset = this.streamRow(key).log_bytes;
-      const seqs = this.insert(
-        key,
-        chunks.map((chunk) => ({
-          kind: LOG_KIND,
-          step: chunk.step,
-          id: chunk.id,
-          body: chunk.text,
-          isLog: true,
-        })),
-        now,
-      );
-      const size = chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk.text, 'utf8'), 0);
-      const last = seqs[seqs.length - 1]!;
-      written.push({ key, seq: last });
-      return { seq: last, firstSeq: seqs[0]!, offset, size, duplicate: false, written };
-    });
+  ): Generator<void, AppendLogResult> {
+    const key = runKey(pipeline, runId);
+    const now = Date.now();
+    const written: Written[] = [];
+    const first = chunks[0];
+    const stream = this.streamRow(key);
+    if (first?.id !== undefined) {
+      const original = this.w.entryByProducerId.get(stream.id, first.id);
+      if (original) return this.originalLogAppend(stream.id, original, chunks, written);
+    }
+    yield* this.ensureRun(pipeline, runId, now, written);
+    const offset = this.streamRow(key).log_bytes;
+    const seqs = yield* this.insert(
+      key,
+      chunks.map((chunk) => ({
+        kind: LOG_KIND,
+        step: chunk.step,
+        id: chunk.id,
+        body: chunk.text,
+        isLog: true,
+      })),
+      now,
+    );
+    const size = chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk.text, 'utf8'), 0);
+    const last = seqs[seqs.length - 1]!;
+    written.push({ key, seq: last });
+    return { seq: last, firstSeq: seqs[0]!, offset, size, duplicate: false, written };
   }
 
-  /** The acknowledgement of an append whose first chunk's producer id was already stored. */
+  /**
+   * The acknowledgement of an append whose producer id was already stored: the original's, if
+   * it stored the same text, in the same pieces, with the same step. Anything else under the
+   * same id is a conflict, not a retry.
+   */
   private originalLogAppend(
     sid: number,
-    original: { seq: number; log_offset: number | null },
-    count: number,
+    original: EntryRow,
+    chunks: readonly NewLog[],
     written: Written[],
   ): AppendLogResult {
-    const rows = this.stmt.readEntries.all(sid, original.seq - 1, count);
+    const rows = this.w.readEntries.all(sid, original.seq - 1, chunks.length);
+    const same =
+      rows.length === chunks.length &&
+      rows.every(
+        (row, index) =>
+          row.log_offset !== null &&
+          row.body === chunks[index]!.text &&
+          (row.step ?? undefined) === chunks[index]!.step,
+      );
+    if (!same) {
+      throw new TailwaterError(
+        'TW_ID_CONFLICT',
+        `The id "${chunks[0]!.id}" was already used (seq ${original.seq}) for something else; an append with a producer id must be retried with the same text.`,
+      );
+    }
     const size = rows.reduce((sum, row) => sum + Buffer.byteLength(row.body, 'utf8'), 0);
     return {
-      seq: rows[rows.length - 1]?.seq ?? original.seq,
+      seq: rows[rows.length - 1]!.seq,
       firstSeq: original.seq,
-      offset: original.log_offset ?? 0,
+      offset: original.log_offset!,
       size,
       duplicate: true,
       written,
     };
   }
 
-  async appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult> {
-    return this.write((): AppendEventsResult => {
-      const now = Date.now();
-      const written: Written[] = [];
-      if (key.type === 'run') this.ensureRun(key.pipeline, key.runId, now, written);
-      const sid = this.streamRow(key).id;
-      const seqs: number[] = new Array<number>(events.length);
-      const fresh: PendingEntry[] = [];
-      const freshIndex: number[] = [];
-      const idsInBatch = new Map<string, number>();
-      let duplicates = 0;
-      events.forEach((event, index) => {
-        if (event.id !== undefined) {
-          const stored = this.stmt.seqOfProducerId.get(sid, event.id);
-          const earlier = idsInBatch.get(event.id);
-          if (stored || earlier !== undefined) {
-            duplicates += 1;
-            seqs[index] = stored ? stored.seq : -1 - earlier!;
-            return;
-          }
-          idsInBatch.set(event.id, index);
+  appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult> {
+    return this.write(() => this.appendEventsSteps(key, events));
+  }
+
+  private *appendEventsSteps(
+    key: StreamKey,
+    events: readonly NewEvent[],
+  ): Generator<void, AppendEventsResult> {
+    const now = Date.now();
+    const written: Written[] = [];
+    if (key.type === 'run') yield* this.ensureRun(key.pipeline, key.runId, now, written);
+    const sid = this.streamRow(key).id;
+    const seqs: number[] = new Array<number>(events.length);
+    const fresh: PendingEntry[] = [];
+    const freshIndex: number[] = [];
+    const idsInBatch = new Map<string, number>();
+    let duplicates = 0;
+    events.forEach((event, index) => {
+      const pending = pendingEvent(event);
+      if (event.id !== undefined) {
+        const stored = this.w.entryByProducerId.get(sid, event.id);
+        const earlier = idsInBatch.get(event.id);
+        if (stored || earlier !== undefined) {
+          const original = stored ? pendingFromRow(stored) : fresh[freshIndex.indexOf(earlier!)]!;
+          if (!samePending(original, pending)) throw idConflict(index, event.id, stored?.seq);
+          duplicates += 1;
+          seqs[index] = stored ? stored.seq : -1 - earlier!;
+          return;
         }
-        freshIndex.push(index);
-        fresh.push({
-          kind: event.kind,
-          step: event.step,
-          correlationId: event.correlationId,
-          id: event.id,
-          body: event.dataJson ?? JSON.stringify(event.data ?? null),
-          isLog: false,
-          extra: event.extra,
-        });
-      });
-      const assigned = fresh.length > 0 ? this.insert(key, fresh, now) : [];
-      freshIndex.forEach((index, i) => (seqs[index] = assigned[i]!));
-      // A repeat within the batch points at its earlier twin, now numbered.
-      seqs.forEach((seq, index) => {
-        if (seq < 0) seqs[index] = seqs[-1 - seq]!;
-      });
-      if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
-      return { seqs, duplicates, written };
+        idsInBatch.set(event.id, index);
+      }
+      freshIndex.push(index);
+      fresh.push(pending);
     });
+    const assigned = fresh.length > 0 ? yield* this.insert(key, fresh, now) : [];
+    freshIndex.forEach((index, i) => (seqs[index] = assigned[i]!));
+    // A repeat within the batch points at its earlier twin, now numbered.
+    seqs.forEach((seq, index) => {
+      if (seq < 0) seqs[index] = seqs[-1 - seq]!;
+    });
+    if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
+    return { seqs, duplicates, written };
   }
 
   /** Numbers and inserts entries on one stream, inside the caller's transaction. */
-  private insert(key: StreamKey, pending: readonly PendingEntry[], now: number): number[] {
+  private *insert(
+    key: StreamKey,
+    pending: readonly PendingEntry[],
+    now: number,
+  ): Generator<void, number[], void> {
     const stream = this.streamRow(key);
     let seq = stream.last_seq;
     let logBytes = stream.log_bytes;
@@ -427,7 +549,7 @@ export class SqliteStore implements Store {
         offset = logBytes;
         logBytes += Buffer.byteLength(entry.body, 'utf8');
       }
-      this.stmt.insertEntry.run(
+      this.write_.insertEntry.run(
         stream.id,
         seq,
         now,
@@ -437,11 +559,12 @@ export class SqliteStore implements Store {
         entry.id ?? null,
         offset,
         entry.body,
-        entry.extra === undefined ? null : JSON.stringify(entry.extra),
+        entry.extra ?? null,
       );
       seqs.push(seq);
+      yield;
     }
-    this.stmt.updateStream.run(seq, logBytes, stream.id);
+    this.write_.updateStream.run(seq, logBytes, stream.id);
     return seqs;
   }
 
@@ -450,27 +573,77 @@ export class SqliteStore implements Store {
   async readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]> {
     const sid = this.knownStreamId(key);
     if (sid === undefined) return [];
-    const kinds = options.kinds && new Set(options.kinds);
+    const rows = options.kinds
+      ? mergeAscending(this.kindSources(sid, options.kinds, options.afterSeq))
+      : this.r.readEntries.iterate(sid, options.afterSeq, options.limit);
     const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     const out: Entry[] = [];
-    let after = options.afterSeq;
     let bytes = 0;
-    // Filtered reads scan in pages so a rare kind in a long stream still fills `limit`. Rows are
-    // stepped through, not fetched whole: a page of 1000 log entries of 64 KiB is 64 MB, and a
-    // byte-limited read (a viewer catching up) wants the first megabyte of it.
-    for (;;) {
-      let rows = 0;
-      for (const row of this.stmt.readEntries.iterate(sid, after, options.limit)) {
-        rows += 1;
-        after = row.seq;
-        if (kinds && !kinds.has(row.kind)) continue;
-        out.push(entryFromRow(row));
-        bytes += Buffer.byteLength(row.body, 'utf8');
-        // Leaving the loop early resets the statement, so the connection is free again.
-        if (out.length >= options.limit || bytes >= maxBytes) return out;
-      }
-      if (rows < options.limit || !kinds) return out;
+    // Rows are stepped through, not fetched whole: a page of 1000 log entries of 64 KiB is
+    // 64 MB, and a byte-limited read (a viewer catching up) wants the first megabyte of it.
+    for (const row of rows) {
+      out.push(entryFromRow(row));
+      bytes += Buffer.byteLength(row.body, 'utf8');
+      // Leaving the loop early resets the statements, so the connection is free again.
+      if (out.length >= options.limit || bytes >= maxBytes) break;
     }
+    return out;
+  }
+
+  /**
+   * One ordered source of rows per kind asked for, each read by index: other kinds through the
+   * kind index, log text through the offset index from the first log entry past the cursor.
+   */
+  private kindSources(sid: number, kinds: readonly string[], after: number) {
+    const sources: Array<IterableIterator<EntryRow>> = [];
+    for (const kind of new Set(kinds)) {
+      sources.push(
+        this.reader
+          .prepare<[number, string, number], EntryRow>(
+            `SELECT ${ENTRY_COLUMNS} FROM entries
+              WHERE stream_id = ? AND kind = ? AND log_offset IS NULL AND seq > ? ORDER BY seq`,
+          )
+          .iterate(sid, kind, after),
+      );
+      if (kind === LOG_KIND) {
+        const from = this.firstLogOffsetAfter(sid, after);
+        if (from !== undefined) {
+          sources.push(
+            this.reader
+              .prepare<[number, number], EntryRow>(
+                `SELECT ${ENTRY_COLUMNS} FROM entries
+                  WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset`,
+              )
+              .iterate(sid, from),
+          );
+        }
+      }
+    }
+    return sources;
+  }
+
+  /**
+   * The offset of the first log entry whose seq is past `after`. Log entries are in seq order
+   * and offset order alike, so a binary search over offsets finds it in ~50 index probes,
+   * however many entries (of any kind) come before it.
+   */
+  private firstLogOffsetAfter(sid: number, after: number): number | undefined {
+    let lo = 0;
+    let hi = (this.r.streamById.get(sid)?.log_bytes ?? 0) + 1;
+    let found: number | undefined;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const row = this.r.firstLogAtOrAfter.get(sid, mid);
+      if (!row) {
+        hi = mid;
+      } else if (row.seq > after) {
+        found = row.log_offset;
+        hi = Math.min(mid, row.log_offset);
+      } else {
+        lo = row.log_offset + 1;
+      }
+    }
+    return found;
   }
 
   async nthLatestSeq(
@@ -480,25 +653,45 @@ export class SqliteStore implements Store {
   ): Promise<number | undefined> {
     const sid = this.knownStreamId(key);
     if (sid === undefined || n < 1) return undefined;
-    const kindFilter =
-      kinds && kinds.length > 0 ? `AND kind IN (${kinds.map(() => '?').join(',')})` : '';
-    // Walks the primary key backwards from the newest entry: cheap for the small n it is used for.
-    const row = this.db
-      .prepare<unknown[], { seq: number }>(
-        `SELECT seq FROM entries WHERE stream_id = ? ${kindFilter} ORDER BY seq DESC LIMIT 1 OFFSET ?`,
-      )
-      .get(sid, ...(kinds ?? []), n - 1);
-    return row?.seq;
+    if (!kinds || kinds.length === 0) return this.r.nthLatest.get(sid, n - 1)?.seq;
+    // The newest entries of each kind, merged newest first: n + (kinds) rows at most.
+    const sources: Array<IterableIterator<{ seq: number }>> = [];
+    for (const kind of new Set(kinds)) {
+      sources.push(
+        this.reader
+          .prepare<[number, string], { seq: number }>(
+            `SELECT seq FROM entries WHERE stream_id = ? AND kind = ? AND log_offset IS NULL
+              ORDER BY seq DESC`,
+          )
+          .iterate(sid, kind),
+      );
+      if (kind === LOG_KIND) {
+        sources.push(
+          this.reader
+            .prepare<[number], { seq: number }>(
+              `SELECT seq FROM entries WHERE stream_id = ? AND log_offset IS NOT NULL
+                ORDER BY log_offset DESC`,
+            )
+            .iterate(sid),
+        );
+      }
+    }
+    let count = 0;
+    for (const row of mergeDescending(sources)) {
+      count += 1;
+      if (count === n) return row.seq;
+    }
+    return undefined;
   }
 
   async seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined> {
     const sid = this.knownStreamId(key);
-    return sid === undefined ? undefined : this.stmt.seqOfProducerId.get(sid, id)?.seq;
+    return sid === undefined ? undefined : this.r.entryByProducerId.get(sid, id)?.seq;
   }
 
   async bounds(key: StreamKey): Promise<StreamBounds> {
     const sid = this.knownStreamId(key);
-    const row = sid === undefined ? undefined : this.stmt.streamById.get(sid);
+    const row = sid === undefined ? undefined : this.r.streamById.get(sid);
     if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0 };
     return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes };
   }
@@ -509,14 +702,14 @@ export class SqliteStore implements Store {
     let start = offset;
     let end = offset + limit;
     if (offset === -1) {
-      const total = this.stmt.streamById.get(sid)?.log_bytes ?? 0;
+      const total = this.r.streamById.get(sid)?.log_bytes ?? 0;
       // The chunks that end at or after byte (total - limit): they start no earlier than the
       // chunk holding byte (total - limit).
       const from = Math.max(total - limit, 0);
-      start = this.stmt.logChunkStartBefore.get(sid, from)?.start ?? 0;
+      start = this.r.logChunkStartBefore.get(sid, from)?.start ?? 0;
       end = Number.MAX_SAFE_INTEGER;
     }
-    return this.stmt.logRange.all(sid, start, end).map((row) => ({
+    return this.r.logRange.all(sid, start, end).map((row) => ({
       offset: row.log_offset,
       size: Buffer.byteLength(row.body, 'utf8'),
       text: row.body,
@@ -524,100 +717,243 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async listTopics(): Promise<string[]> {
+  async listTopics(page: PageRequest): Promise<Page<string>> {
     const prefix = streamId(topicKey(''));
-    return this.stmt.topicKeys
-      .all(prefix, 'topic\u0001')
-      .map(({ key }) => key.slice(prefix.length));
+    const rows = this.r.topicKeys.all(prefix + (page.after ?? ''), 'topic\u0001', page.limit + 1);
+    const items = rows.slice(0, page.limit).map(({ key }) => key.slice(prefix.length));
+    return { items, next: rows.length > page.limit ? items[items.length - 1] : undefined };
   }
 
   async trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult> {
     const sid = this.knownStreamId(topicKey(topic));
-    const row = sid === undefined ? undefined : this.stmt.streamById.get(sid);
+    const row = sid === undefined ? undefined : this.r.streamById.get(sid);
     if (sid === undefined || !row) return { removed: 0, firstSeq: 1 };
     let cut = row.first_seq;
     if (policy.maxEntries > 0) cut = Math.max(cut, row.last_seq - policy.maxEntries + 1);
     if (policy.olderThanMs !== undefined) {
-      const keep = this.stmt.firstSeqAtOrAfter.get(sid, policy.olderThanMs);
+      const keep = this.r.firstSeqAtOrAfter.get(sid, policy.olderThanMs);
       cut = Math.max(cut, keep ? keep.seq : row.last_seq + 1);
     }
     let removed = 0;
     // Small transactions with a turn of the event loop between them, so appends, fan-out and
     // heartbeats carry on while a large topic is trimmed.
     for (let from = row.first_seq; from < cut; from += TRIM_ROWS_PER_TRANSACTION) {
+      if (from > row.first_seq) await new Promise((resolve) => setImmediate(resolve));
       const to = Math.min(cut, from + TRIM_ROWS_PER_TRANSACTION);
-      removed += this.write(() => {
-        const changes = this.stmt.deleteBefore.run(sid, from, to).changes;
-        this.stmt.setFirstSeq.run(to, sid);
-        return changes;
-      });
-      if (to < cut) await new Promise((resolve) => setImmediate(resolve));
+      removed += await this.write(() =>
+        oneStep(() => {
+          const changes = this.write_.deleteBefore.run(sid, from, to).changes;
+          this.write_.setFirstSeq.run(to, sid);
+          return changes;
+        }),
+      );
     }
     return { removed, firstSeq: cut };
   }
 
   async close(): Promise<void> {
+    await this.queue;
+    if (this.reader !== this.db && this.reader.open) this.reader.close();
     if (this.db.open) this.db.close();
   }
 
   // ---- helpers ---------------------------------------------------------------------------
 
   /**
-   * Runs a write transaction. A rolled-back transaction may have created stream rows whose ids
-   * were cached; SQLite will hand those ids out again, so the cache is dropped on failure.
+   * Runs a write transaction after the writes before it. The body yields between rows; once it
+   * has run for WRITE_SLICE_MS the event loop gets a turn while the transaction stays open:
+   * other writes wait in the queue, readers see only what was committed. A rolled-back
+   * transaction may have created stream rows whose ids were cached; SQLite will hand those ids
+   * out again, so the cache is dropped on failure.
    */
-  private write<T>(fn: () => T): T {
-    try {
-      return this.db.transaction(fn)();
-    } catch (error) {
-      this.streamIds.clear();
-      throw error;
-    }
+  private write<T>(body: WriteBody<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      if (!this.db.open) throw new Error('The store is closed.');
+      this.write_.begin.run();
+      try {
+        const steps = body();
+        let sliceStart = performance.now();
+        for (;;) {
+          const step = steps.next();
+          if (step.done) {
+            this.write_.commit.run();
+            return step.value;
+          }
+          if (this.sliced && performance.now() - sliceStart >= WRITE_SLICE_MS) {
+            await new Promise((resolve) => setImmediate(resolve));
+            sliceStart = performance.now();
+          }
+        }
+      } catch (error) {
+        if (this.db.inTransaction) this.write_.rollback.run();
+        this.streamIds.clear();
+        throw error;
+      }
+    };
+    const result = this.queue.then(run);
+    this.queue = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
   }
 
   /** The stream's row, created on first write. The id is cached; the counters are read fresh. */
   private streamRow(key: StreamKey): StreamRow {
     const name = streamId(key);
     const cached = this.streamIds.get(name);
-    if (cached !== undefined) return this.stmt.streamById.get(cached)!;
-    let row = this.stmt.streamByKey.get(name);
+    if (cached !== undefined) return this.w.streamById.get(cached)!;
+    let row = this.w.streamByKey.get(name);
     if (!row) {
-      this.stmt.insertStream.run(name);
-      row = this.stmt.streamByKey.get(name)!;
+      this.write_.insertStream.run(name);
+      row = this.w.streamByKey.get(name)!;
     }
     this.streamIds.set(name, row.id);
     return row;
   }
 
-  /** The stream's id if it was ever written, without creating it. */
+  /** The stream's id if it was ever written (and committed), without creating it. */
   private knownStreamId(key: StreamKey): number | undefined {
     const name = streamId(key);
     const cached = this.streamIds.get(name);
     if (cached !== undefined) return cached;
-    const row = this.stmt.streamByKey.get(name);
+    const row = this.r.streamByKey.get(name);
     if (row) this.streamIds.set(name, row.id);
     return row?.id;
   }
+}
 
-  private runFromRow(row: RunRow): Run {
-    return {
-      id: row.id,
-      pipeline: row.pipeline,
-      runId: row.run_id,
-      status: row.status,
-      cancelRequested: row.cancel_requested === 1,
-      createdAt: new Date(row.created_at).toISOString(),
-      startedAt: row.started_at === null ? null : new Date(row.started_at).toISOString(),
-      endedAt: row.ended_at === null ? null : new Date(row.ended_at).toISOString(),
-      lastSeq: row.last_seq,
-      logBytes: row.log_bytes,
-      meta: JSON.parse(row.meta) as Record<string, unknown>,
-    };
+/** A write of one step (it never pauses). */
+// eslint-disable-next-line require-yield -- one step, nothing to pause between
+function* oneStep<T>(fn: () => T): Generator<void, T> {
+  return fn();
+}
+
+/** What a database made by an older version lacks: the pipelines table's rows. */
+function migrate(db: Database.Database): void {
+  const missing = db
+    .prepare<[], { pipeline: string; runs: number }>(
+      `SELECT pipeline, count(*) AS runs FROM runs
+        WHERE pipeline NOT IN (SELECT fqn FROM pipelines) GROUP BY pipeline`,
+    )
+    .all();
+  if (missing.length === 0) return;
+  const last = db.prepare<[string], { id: string }>(
+    'SELECT id FROM runs WHERE pipeline = ? ORDER BY rowid DESC LIMIT 1',
+  );
+  const insert = db.prepare('INSERT INTO pipelines (fqn, id, runs, last_run) VALUES (?, ?, ?, ?)');
+  db.transaction(() => {
+    for (const { pipeline, runs } of missing) {
+      insert.run(pipeline, pipelineId(pipeline), runs, last.get(pipeline)!.id);
+    }
+  })();
+}
+
+/** A runs page cursor is a run's position in creation order. */
+function parsePosition(cursor: string): number {
+  if (!/^\d{1,15}$/.test(cursor)) {
+    throw new TailwaterError(
+      'TW_BAD_CURSOR',
+      `The page cursor "${cursor}" is not one this server gave.`,
+    );
   }
+  return Number(cursor);
 }
 
 function runNotFound(pipeline: string, runId: string): TailwaterError {
   return new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${pipeline}.`);
+}
+
+function idConflict(index: number, id: string, seq: number | undefined): TailwaterError {
+  const where = seq === undefined ? 'earlier in this batch' : `(seq ${seq})`;
+  return new TailwaterError(
+    'TW_ID_CONFLICT',
+    `events[${index}]: the id "${id}" was already used ${where} for a different event; a retry must send the same event.`,
+  );
+}
+
+function pendingEvent(event: NewEvent): PendingEntry {
+  return {
+    kind: event.kind,
+    step: event.step,
+    correlationId: event.correlationId,
+    id: event.id,
+    body: event.dataJson ?? JSON.stringify(event.data ?? null),
+    isLog: false,
+    extra: event.extra === undefined ? undefined : JSON.stringify(event.extra),
+  };
+}
+
+function pendingFromRow(row: EntryRow): PendingEntry {
+  return {
+    kind: row.kind,
+    step: row.step ?? undefined,
+    correlationId: row.correlation_id ?? undefined,
+    id: row.producer_id ?? undefined,
+    body: row.body,
+    isLog: row.log_offset !== null,
+    extra: row.extra ?? undefined,
+  };
+}
+
+/** Whether a retried event is the one stored under its id. */
+function samePending(a: PendingEntry, b: PendingEntry): boolean {
+  return (
+    a.isLog === b.isLog &&
+    a.kind === b.kind &&
+    a.step === b.step &&
+    a.correlationId === b.correlationId &&
+    a.body === b.body &&
+    a.extra === b.extra
+  );
+}
+
+/** Rows of several ascending sources, in seq order (each source is itself in seq order). */
+function* mergeAscending<T extends { seq: number }>(sources: Array<IterableIterator<T>>) {
+  yield* merge(sources, (a, b) => a.seq < b.seq);
+}
+
+function* mergeDescending<T extends { seq: number }>(sources: Array<IterableIterator<T>>) {
+  yield* merge(sources, (a, b) => a.seq > b.seq);
+}
+
+/**
+ * A k-way merge that pulls one row at a time, so it reads no more than it yields (plus one row
+ * per source). Sources are closed when the caller stops early, freeing their statements.
+ */
+function* merge<T>(sources: Array<IterableIterator<T>>, before: (a: T, b: T) => boolean) {
+  const heads = sources.map((source) => source.next());
+  try {
+    for (;;) {
+      let pick = -1;
+      for (let i = 0; i < heads.length; i += 1) {
+        const head = heads[i]!;
+        if (head.done) continue;
+        if (pick < 0 || before(head.value, (heads[pick] as IteratorYieldResult<T>).value)) pick = i;
+      }
+      if (pick < 0) return;
+      yield (heads[pick] as IteratorYieldResult<T>).value;
+      heads[pick] = sources[pick]!.next();
+    }
+  } finally {
+    for (const source of sources) source.return?.();
+  }
+}
+
+function runFromRow(row: RunRow): Run {
+  return {
+    id: row.id,
+    pipeline: row.pipeline,
+    runId: row.run_id,
+    status: row.status,
+    cancelRequested: row.cancel_requested === 1,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: row.started_at === null ? null : new Date(row.started_at).toISOString(),
+    endedAt: row.ended_at === null ? null : new Date(row.ended_at).toISOString(),
+    lastSeq: row.last_seq,
+    logBytes: row.log_bytes,
+    meta: JSON.parse(row.meta) as Record<string, unknown>,
+  };
 }
 
 function entryFromRow(row: EntryRow): Entry {

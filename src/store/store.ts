@@ -5,6 +5,9 @@ import type { StreamKey } from '../model/stream-key.js';
 /** The built-in topic that receives one `status` entry per run status change (the runs feed). */
 export const RUNS_FEED_TOPIC = '_runs';
 
+/** What a page of runs may carry in `meta` before it stops early. */
+export const PAGE_META_BYTES = 4 * 1024 * 1024;
+
 export interface RunUpdate {
   status?: RunStatus | undefined;
   meta?: Record<string, unknown> | undefined;
@@ -40,13 +43,33 @@ export interface AppendEventsResult {
   written: Written[];
 }
 
+/** One page of a listing, and the cursor of the next page when there is more. */
+export interface Page<T> {
+  items: T[];
+  /** Opaque; absent on the last page. */
+  next?: string | undefined;
+}
+
+export interface PageRequest {
+  /** The `next` of the previous page; absent for the first page. */
+  after?: string | undefined;
+  limit: number;
+}
+
+export interface ListRunsRequest extends PageRequest {
+  status?: RunStatus | undefined;
+}
+
 export interface ReadEntriesOptions {
   /** Entries with seq > afterSeq; 0 reads from the start. */
   afterSeq: number;
   limit: number;
   /** Stop after this many bytes of entry payload (at least one entry is always returned). */
   maxBytes?: number | undefined;
-  /** Only these kinds (absent: every kind). */
+  /**
+   * Only these kinds (absent: every kind). The store reads only entries of these kinds, by
+   * index, so a kind that matches nothing costs nothing however long the stream is.
+   */
   kinds?: readonly string[] | undefined;
 }
 
@@ -87,7 +110,12 @@ export interface StreamBounds {
  * - An append resolves only once it is durable against a crash of the process; a batch is
  *   all-or-nothing.
  * - A producer `id` seen before on the same stream is acknowledged with its original seq and
- *   not stored again.
+ *   not stored again, when what it names is the same (kind, step, correlation id, data, or the
+ *   same log text); when it is not, the append is refused with TW_ID_CONFLICT.
+ * - A status change writes one `status` entry to the run and one to the runs feed (the run as
+ *   a RunSummary: no `meta`); a put that changes nothing writes nothing.
+ * - Writes are atomic and isolated: a reader never sees part of a batch, even while a large one
+ *   is being written (the SQLite store writes it in slices, between which other work runs).
  * - Log entries carry the byte offset of their text in the run's log; offsets are contiguous.
  */
 export interface Store {
@@ -101,10 +129,20 @@ export interface Store {
   findRuns(runIdOrId: string): Promise<Run[]>;
   /** The most recently created run of a pipeline. */
   latestRun(pipeline: string): Promise<Run | undefined>;
-  listPipelines(): Promise<PipelineSummary[]>;
-  /** Newest first. */
-  listRuns(pipeline: string, options: { status?: RunStatus; limit: number }): Promise<Run[]>;
-  /** Sets cancelRequested and writes a status entry; unknown → TW_RUN_NOT_FOUND. */
+  /**
+   * Pipelines by FQN, in code-point order, a page at a time. A page stops early once the runs
+   * it holds carry a few megabytes of `meta`, so an answer stays small whatever is stored.
+   * Malformed cursors are TW_BAD_CURSOR.
+   */
+  listPipelines(page: PageRequest): Promise<Page<PipelineSummary>>;
+  /** The FQN of the pipeline whose id (`PipelineSummary.id`) this is. */
+  pipelineById(id: string): Promise<string | undefined>;
+  /** Runs of a pipeline, newest first, a page at a time (same byte budget as listPipelines). */
+  listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>>;
+  /**
+   * Sets cancelRequested and writes a status entry; unknown → TW_RUN_NOT_FOUND. A run whose
+   * cancel was already requested is returned as it is, and nothing is written.
+   */
   requestCancel(pipeline: string, runId: string): Promise<PutRunResult>;
 
   /**
@@ -130,8 +168,8 @@ export interface Store {
    */
   readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
 
-  /** Every topic ever written, the server's own (`_runs`) included. */
-  listTopics(): Promise<string[]>;
+  /** Topics ever written, the server's own (`_runs`) included, by name, a page at a time. */
+  listTopics(page: PageRequest): Promise<Page<string>>;
   /**
    * Retention: removes a topic's oldest entries by the policy. Entries are only ever removed
    * from the start, so what remains stays gapless and `firstSeq` moves forward; `lastSeq` never

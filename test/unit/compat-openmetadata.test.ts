@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Subscription } from '../../src/engine/subscription.js';
 import type { ViewerTransport } from '../../src/engine/viewer-transport.js';
-import { OpenMetadataEncoder, pipelineUuid } from '../../src/http/openmetadata.js';
+import { OpenMetadataEncoder } from '../../src/http/openmetadata.js';
+import { pipelineId as pipelineUuid } from '../../src/model/pipeline-id.js';
 import type { Entry } from '../../src/model/entry.js';
 import { defaultSettings } from '../../src/model/settings.js';
 import { runKey } from '../../src/model/stream-key.js';

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
+import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 import { runPath } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
@@ -134,7 +135,40 @@ describe('runs', () => {
     ]);
     const feed = await ok<EntriesPage>({ method: 'GET', url: '/api/v1/topics/_runs/entries' });
     expect(feed.entries.map((entry) => entry.kind)).toEqual(['status', 'status', 'status']);
-    expect(feed.entries[2]!.data).toEqual(done);
+    const { meta: _meta, ...summary } = done;
+    expect(feed.entries[2]!.data).toEqual(summary);
+  });
+
+  test('a meta over maxEventBytes is refused with 413 TW_META_TOO_LARGE, and nothing is written', async () => {
+    await putRun('r1', { status: 'running', meta: { small: true } });
+    const before = await t.store.bounds(topicKey(RUNS_FEED_TOPIC));
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: RUN_PATH('r1'),
+      payload: { status: 'success', meta: { big: 'x'.repeat(64 * 1024) } },
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toMatchObject({
+      error: { code: expect.stringMatching(/^TW_(META|BODY)_TOO_LARGE$/) },
+    });
+    const oneMiB = await t.app.inject({
+      method: 'PUT',
+      url: RUN_PATH('r1'),
+      payload: { status: 'success', meta: { big: 'x'.repeat(1024 * 1024) } },
+    });
+    expect(oneMiB.statusCode).toBe(413);
+    const run = await ok<Run>({ method: 'GET', url: RUN_PATH('r1') });
+    expect(run).toMatchObject({ status: 'running', meta: { small: true } });
+    expect(await t.store.bounds(topicKey(RUNS_FEED_TOPIC))).toEqual(before);
+  });
+
+  test('a meta just under maxEventBytes is kept; a new meta alone writes no status entry', async () => {
+    await putRun('r1', { status: 'running' });
+    const before = await t.store.bounds(runKey(FQN, 'r1'));
+    const meta = { big: 'x'.repeat(64 * 1024 - 20) };
+    const run = await putRun('r1', { status: 'running', meta });
+    expect(run.meta).toEqual(meta);
+    expect(await t.store.bounds(runKey(FQN, 'r1'))).toEqual(before);
   });
 
   test('"latest" names the newest run of the pipeline', async () => {
@@ -162,7 +196,92 @@ describe('runs', () => {
       ['alpha', 2, 'a2'],
       ['beta.jobs', 1, 'b1'],
     ]);
-    expect(Object.keys(pipelines[0]!).sort()).toEqual(['fqn', 'lastRun', 'runs']);
+    expect(Object.keys(pipelines[0]!).sort()).toEqual(['fqn', 'id', 'lastRun', 'runs']);
+  });
+
+  test('listing pipelines pages by ?limit and ?after=<next>, ending without a next', async () => {
+    for (const name of ['p.c', 'p.a', 'p.e', 'p.b', 'p.d'])
+      await putRun('r', { status: 'running' }, name);
+    const seen: string[] = [];
+    let url = '/api/v1/pipelines?limit=2';
+    const pages: number[] = [];
+    for (;;) {
+      const page = await ok<{ pipelines: { fqn: string }[]; next?: string }>({
+        method: 'GET',
+        url,
+      });
+      pages.push(page.pipelines.length);
+      seen.push(...page.pipelines.map((p) => p.fqn));
+      if (page.next === undefined) break;
+      url = `/api/v1/pipelines?limit=2&after=${encodeURIComponent(page.next)}`;
+    }
+    expect(seen).toEqual(['p.a', 'p.b', 'p.c', 'p.d', 'p.e']);
+    expect(pages).toEqual([2, 2, 1]);
+  });
+
+  test('listing runs pages newest first by ?after=<next>, with or without ?status', async () => {
+    for (const id of ['r1', 'r2', 'r3', 'r4', 'r5']) {
+      await putRun(id, { status: id === 'r3' ? 'failed' : 'success' });
+    }
+    const all = async (query: string) => {
+      const ids: string[] = [];
+      let after = '';
+      for (;;) {
+        const page = await ok<{ runs: Run[]; next?: string }>({
+          method: 'GET',
+          url: `/api/v1/pipelines/${FQN}/runs?limit=2${query}${after}`,
+        });
+        ids.push(...page.runs.map((run) => run.runId));
+        if (page.next === undefined) return ids;
+        after = `&after=${encodeURIComponent(page.next)}`;
+      }
+    };
+    expect(await all('')).toEqual(['r5', 'r4', 'r3', 'r2', 'r1']);
+    expect(await all('&status=success')).toEqual(['r5', 'r4', 'r2', 'r1']);
+    const bad = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/pipelines/${FQN}/runs?after=nope`,
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ error: { code: 'TW_BAD_CURSOR' } });
+  });
+
+  test('a page of runs stops early once its runs carry megabytes of meta, and says where to go on', async () => {
+    const meta = { notes: 'm'.repeat(60_000) };
+    for (let i = 1; i <= 80; i += 1) await putRun(`r${i}`, { status: 'success', meta });
+    const page = await ok<{ runs: Run[]; next?: string }>({
+      method: 'GET',
+      url: `/api/v1/pipelines/${FQN}/runs?limit=1000`,
+    });
+    expect(page.runs.length).toBeLessThan(80);
+    expect(page.runs.length).toBeGreaterThan(0);
+    expect(page.next).toBeDefined();
+    const rest = await ok<{ runs: Run[]; next?: string }>({
+      method: 'GET',
+      url: `/api/v1/pipelines/${FQN}/runs?limit=1000&after=${page.next}`,
+    });
+    expect(page.runs.length + rest.runs.length).toBe(80);
+  });
+
+  test('listing topics pages by name, the runs feed among them', async () => {
+    await putRun('r1', { status: 'running' });
+    for (const topic of ['b', 'a', 'c']) {
+      await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/topics/${topic}/events`,
+        payload: { events: [{ kind: 'k', data: 1 }] },
+      });
+    }
+    const first = await ok<{ topics: string[]; next?: string }>({
+      method: 'GET',
+      url: '/api/v1/topics?limit=3',
+    });
+    expect(first.topics).toEqual(['_runs', 'a', 'b']);
+    const second = await ok<{ topics: string[]; next?: string }>({
+      method: 'GET',
+      url: `/api/v1/topics?limit=3&after=${first.next}`,
+    });
+    expect(second).toEqual({ topics: ['c'] });
   });
 
   test('listing runs is newest first, filtered by ?status and capped by ?limit', async () => {
@@ -179,6 +298,20 @@ describe('runs', () => {
     expect(await list('?limit=2')).toEqual(['r4', 'r3']);
     expect(await list('?status=success&limit=1')).toEqual(['r3']);
     expect(await list('?status=cancelled')).toEqual([]);
+  });
+
+  test('a repeated cancel answers 202 again and writes nothing more', async () => {
+    await putRun('r1', { status: 'running' });
+    await t.app.inject({ method: 'POST', url: `${RUN_PATH('r1')}/cancel` });
+    const before = await t.store.bounds(runKey(FQN, 'r1'));
+    const feedBefore = await t.store.bounds(topicKey(RUNS_FEED_TOPIC));
+    for (let i = 0; i < 3; i += 1) {
+      const again = await t.app.inject({ method: 'POST', url: `${RUN_PATH('r1')}/cancel` });
+      expect(again.statusCode).toBe(202);
+      expect(again.json()).toMatchObject({ cancelRequested: true });
+    }
+    expect(await t.store.bounds(runKey(FQN, 'r1'))).toEqual(before);
+    expect(await t.store.bounds(topicKey(RUNS_FEED_TOPIC))).toEqual(feedBefore);
   });
 
   test('cancel answers 202 with cancelRequested true and writes a status entry', async () => {

@@ -5,6 +5,7 @@ import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 import { createTestApp } from '../helpers/app.js';
+import { allPipelines } from './store.contract.js';
 import type { TestApp } from '../helpers/app.js';
 
 // Bad input gets a clear error and loses nothing: every refusal below is checked for its status,
@@ -71,7 +72,7 @@ async function snapshot(extraKeys: readonly StreamKey[] = []) {
   const keys = [runKey(FQN, RUN), topicKey(TOPIC), topicKey(RUNS_FEED_TOPIC), ...extraKeys];
   return {
     bounds: await Promise.all(keys.map((key) => t.store.bounds(key))),
-    pipelines: await t.store.listPipelines(),
+    pipelines: await allPipelines(t.store),
     run: await t.store.getRun(FQN, RUN),
   };
 }

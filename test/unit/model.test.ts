@@ -95,8 +95,36 @@ describe('pipeline FQNs and run ids', () => {
         }
       });
 
-      it('refuses a lone surrogate, which is not valid UTF-8, with TW_BAD_NAME', () => {
-        expect(codeThrownBy(() => validate('run\ud800'))).toBe('TW_BAD_NAME');
+      it('refuses a lone surrogate, which is not valid UTF-8, with TW_BAD_UTF8', () => {
+        expect(codeThrownBy(() => validate('run\ud800'))).toBe('TW_BAD_UTF8');
+      });
+
+      it('gives the NFC spelling, so that composed and decomposed accents name the same thing', () => {
+        const composed = 'caf\u00e9';
+        const decomposed = 'cafe\u0301';
+        expect(validate(decomposed)).toBe(composed);
+        expect(validate(composed)).toBe(composed);
+      });
+
+      it('counts the 256-byte limit on the NFC spelling', () => {
+        // 128 × "e + combining acute" is 384 bytes decomposed, 256 composed.
+        expect(validate('e\u0301'.repeat(128))).toBe('\u00e9'.repeat(128));
+      });
+
+      it('refuses bidirectional embeddings, overrides and isolates with TW_BAD_NAME', () => {
+        for (const bidi of [
+          '\u202a',
+          '\u202b',
+          '\u202c',
+          '\u202d',
+          '\u202e',
+          '\u2066',
+          '\u2067',
+          '\u2068',
+          '\u2069',
+        ]) {
+          expect(codeThrownBy(() => validate(`admin${bidi}txt.exe`))).toBe('TW_BAD_NAME');
+        }
       });
     });
   }

@@ -197,7 +197,7 @@ describe('RetentionLoop', () => {
     }
     expect((await store.bounds(topicKey('aged'))).lastSeq).toBe(7);
     // Runs are never trimmed.
-    expect(await store.listRuns('etl.daily', { limit: 10 })).toHaveLength(7);
+    expect((await store.listRuns('etl.daily', { limit: 10 })).items).toHaveLength(7);
     expect(await store.getRun('etl.daily', 'r1')).toMatchObject({ status: 'running' });
 
     // A second pass finds nothing more to remove.

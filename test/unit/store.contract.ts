@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Entry, NewEvent, NewLog } from '../../src/model/entry.js';
+import { pipelineId } from '../../src/model/pipeline-id.js';
 import type { RunStatus } from '../../src/model/run.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
@@ -30,6 +31,29 @@ const event = (kind: string, data: unknown, extra: Partial<NewEvent> = {}): NewE
  * The guarantees of the `Store` port (src/store/store.ts and PROTOCOL.md), run against every
  * implementation through a factory that gives each test an empty store.
  */
+/** Every page of a listing, followed to its end. */
+export async function everyPage<T>(
+  list: (page: { after?: string; limit: number }) => Promise<{ items: T[]; next?: string }>,
+  limit = 1000,
+): Promise<T[]> {
+  const items: T[] = [];
+  let after: string | undefined;
+  do {
+    const page = await list({ after, limit });
+    items.push(...page.items);
+    after = page.next;
+  } while (after !== undefined);
+  return items;
+}
+
+export const allPipelines = (store: Store) => everyPage((page) => store.listPipelines(page));
+export const allTopics = (store: Store) => everyPage((page) => store.listTopics(page));
+export const runsOf = async (
+  store: Store,
+  pipeline: string,
+  options: { status?: RunStatus; limit: number },
+) => (await store.listRuns(pipeline, options)).items;
+
 /** readLog's chunks without their append times, which a test cannot know (each is checked). */
 async function readLogChunks(store: Store, key: StreamKey, offset: number, limit: number) {
   const chunks = await store.readLog(key, offset, limit);
@@ -195,7 +219,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         ).rejects.toThrow();
         expect(await store.getRun('p', 'new-run')).toBeUndefined();
         expect(await store.latestRun('p')).toBeUndefined();
-        expect(await store.listPipelines()).toEqual([]);
+        expect(await allPipelines(store)).toEqual([]);
         expect(await store.bounds(runKey('p', 'new-run'))).toEqual({
           firstSeq: 1,
           lastSeq: 0,
@@ -234,7 +258,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         const key = topicKey('t');
         const first = await store.appendEvents(key, [event('k', 'original', { id: 'e1' })]);
         await store.appendEvents(key, [event('k', 'between')]);
-        const again = await store.appendEvents(key, [event('k', 'retry', { id: 'e1' })]);
+        const again = await store.appendEvents(key, [event('k', 'original', { id: 'e1' })]);
         expect(first).toMatchObject({ seqs: [1], duplicates: 0 });
         expect(again).toMatchObject({ seqs: [1], duplicates: 1 });
         expect(again.written).toEqual([]);
@@ -242,14 +266,46 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect((await store.bounds(key)).lastSeq).toBe(2);
       });
 
+      it('refuses a repeated event id naming a different event with TW_ID_CONFLICT, storing none of its batch', async () => {
+        const key = topicKey('t');
+        await store.appendEvents(key, [event('k', 'original', { id: 'e1', step: 's' })]);
+        const variants: NewEvent[] = [
+          event('k', 'changed', { id: 'e1', step: 's' }),
+          event('other', 'original', { id: 'e1', step: 's' }),
+          event('k', 'original', { id: 'e1', step: 't' }),
+          event('k', 'original', { id: 'e1' }),
+          event('k', 'original', { id: 'e1', step: 's', correlationId: 'c' }),
+          event('k', 'original', { id: 'e1', step: 's', extra: { index: 1 } }),
+        ];
+        for (const variant of variants) {
+          await expect(
+            store.appendEvents(key, [event('k', 'fresh', { id: 'new' }), variant]),
+          ).rejects.toMatchObject({ code: 'TW_ID_CONFLICT', message: /events\[1\].*"e1".*seq 1/ });
+        }
+        expect(await dataOf(key)).toEqual(['original']);
+        expect(await store.seqOfProducerId(key, 'new')).toBeUndefined();
+      });
+
+      it('refuses an event whose id names a stored log append, and a log append whose id names an event', async () => {
+        await store.appendLog('p', 'r', [{ text: 'line\n', id: 'L' }]);
+        await store.appendEvents(runKey('p', 'r'), [event('k', 1, { id: 'E' })]);
+        await expect(
+          store.appendEvents(runKey('p', 'r'), [event('k', 1, { id: 'L' })]),
+        ).rejects.toMatchObject({ code: 'TW_ID_CONFLICT' });
+        await expect(
+          store.appendLog('p', 'r', [{ text: 'line\n', id: 'E' }]),
+        ).rejects.toMatchObject({ code: 'TW_ID_CONFLICT' });
+        expect(await logTexts('p', 'r')).toEqual(['line\n']);
+      });
+
       it('stores the new events of a batch that also holds repeats, and counts the repeats', async () => {
         const key = topicKey('t');
         await store.appendEvents(key, [event('k', 'a', { id: 'a' }), event('k', 'b', { id: 'b' })]);
         const result = await store.appendEvents(key, [
-          event('k', 'b again', { id: 'b' }),
+          event('k', 'b', { id: 'b' }),
           event('k', 'c', { id: 'c' }),
           event('k', 'no id'),
-          event('k', 'a again', { id: 'a' }),
+          event('k', 'a', { id: 'a' }),
         ]);
         expect(result.seqs).toEqual([2, 3, 4, 1]);
         expect(result.duplicates).toBe(2);
@@ -259,14 +315,29 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       it('stores an id repeated within one batch once, and gives both the same seq', async () => {
         const key = topicKey('t');
         const result = await store.appendEvents(key, [
-          event('k', 'first', { id: 'x' }),
+          event('k', 'same', { id: 'x' }),
           event('k', 'other'),
-          event('k', 'second', { id: 'x' }),
+          event('k', 'same', { id: 'x' }),
         ]);
         expect(result.seqs).toEqual([1, 2, 1]);
         expect(result.duplicates).toBe(1);
-        expect(await dataOf(key)).toEqual(['first', 'other']);
+        expect(await dataOf(key)).toEqual(['same', 'other']);
         expect((await store.bounds(key)).lastSeq).toBe(2);
+      });
+
+      it('refuses a batch that uses one id for two different events, storing nothing', async () => {
+        const key = topicKey('t');
+        await expect(
+          store.appendEvents(key, [
+            event('k', 'first', { id: 'x' }),
+            event('k', 'other'),
+            event('k', 'second', { id: 'x' }),
+          ]),
+        ).rejects.toMatchObject({
+          code: 'TW_ID_CONFLICT',
+          message: /events\[2\].*earlier in this batch/,
+        });
+        expect((await store.bounds(key)).lastSeq).toBe(0);
       });
 
       it('treats the same id on two different streams as two different events', async () => {
@@ -296,16 +367,49 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
 
       it('recognises a repeated multi-chunk log append by the id of its first chunk', async () => {
         await appendOne('p', 'r', 'start\n');
-        const chunks: NewLog[] = [
-          { text: 'ab', id: 'M' },
-          { text: '例\n', id: 'M#1' },
-        ];
+        const chunks: NewLog[] = [{ text: 'ab', id: 'M' }, { text: '例\n' }];
         const first = await store.appendLog('p', 'r', chunks);
         const again = await store.appendLog('p', 'r', chunks);
         expect(first).toMatchObject({ firstSeq: 3, seq: 4, offset: 6, size: 6, duplicate: false });
         expect(again).toMatchObject({ firstSeq: 3, seq: 4, offset: 6, size: 6, duplicate: true });
         expect(await logTexts('p', 'r')).toEqual(['start\n', 'ab', '例\n']);
         expect((await store.bounds(runKey('p', 'r'))).logBytes).toBe(12);
+      });
+
+      it('refuses a log append whose id was used for other text, or other pieces, or another step', async () => {
+        await store.appendLog('p', 'r', [
+          { text: 'ab', id: 'M', step: 's' },
+          { text: 'cd\n', step: 's' },
+        ]);
+        const before = await store.bounds(runKey('p', 'r'));
+        const variants: NewLog[][] = [
+          [
+            { text: 'ab', id: 'M', step: 's' },
+            { text: 'cX\n', step: 's' },
+          ],
+          [{ text: 'abcd\n', id: 'M', step: 's' }],
+          [
+            { text: 'ab', id: 'M', step: 's' },
+            { text: 'cd\n', step: 's' },
+            { text: 'e', step: 's' },
+          ],
+          [{ text: 'ab', id: 'M' }, { text: 'cd\n' }],
+        ];
+        for (const chunks of variants) {
+          await expect(store.appendLog('p', 'r', chunks)).rejects.toMatchObject({
+            code: 'TW_ID_CONFLICT',
+          });
+        }
+        expect(await store.bounds(runKey('p', 'r'))).toEqual(before);
+      });
+
+      it('keeps a producer id on the first piece of an append only, so no other id can collide with its pieces', async () => {
+        await store.appendLog('p', 'r', [{ text: 'ab', id: 'x' }, { text: 'cd\n' }]);
+        // A producer may use any id, `x#1` included: it names nothing stored yet.
+        const other = await store.appendLog('p', 'r', [{ text: 'other\n', id: 'x#1' }]);
+        expect(other.duplicate).toBe(false);
+        const ids = (await all(runKey('p', 'r'), ['log'])).map((entry) => entry.id);
+        expect(ids).toEqual(['x', undefined, 'x#1']);
       });
     });
 
@@ -564,13 +668,18 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect(await store.getRun('p', 'nope')).toBeUndefined();
       });
 
-      it('writes a status entry to the run stream and a copy of the run to the runs feed on creation', async () => {
-        const result = await store.putRun('p', 'r', { status: 'queued' });
+      it('writes a status entry to the run stream and the run, without its meta, to the runs feed on creation', async () => {
+        const result = await store.putRun('p', 'r', {
+          status: 'queued',
+          meta: { big: 'x'.repeat(1000) },
+        });
         const [status] = await all(runKey('p', 'r'));
         expect(status).toMatchObject({ seq: 1, kind: 'status', data: { status: 'queued' } });
         const feed = await all(FEED);
         expect(feed).toHaveLength(1);
-        expect(feed[0]).toMatchObject({ kind: 'status', data: result.run });
+        const { meta: _meta, ...summary } = result.run;
+        expect(feed[0]).toMatchObject({ kind: 'status' });
+        expect(feed[0]!.data).toEqual(summary);
         expect(result.written).toEqual(
           expect.arrayContaining([
             { key: runKey('p', 'r'), seq: 1 },
@@ -687,26 +796,32 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         await store.putRun('p', 'r4', { status: 'running' });
         await store.putRun('other', 'o1', { status: 'success' });
         const ids = (runs: { runId: string }[]) => runs.map((run) => run.runId);
-        expect(ids(await store.listRuns('p', { limit: 100 }))).toEqual(['r4', 'r3', 'r2', 'r1']);
-        expect(ids(await store.listRuns('p', { limit: 2 }))).toEqual(['r4', 'r3']);
-        expect(ids(await store.listRuns('p', { status: 'success', limit: 100 }))).toEqual([
+        expect(ids(await runsOf(store, 'p', { limit: 100 }))).toEqual(['r4', 'r3', 'r2', 'r1']);
+        expect(ids(await runsOf(store, 'p', { limit: 2 }))).toEqual(['r4', 'r3']);
+        expect(ids(await runsOf(store, 'p', { status: 'success', limit: 100 }))).toEqual([
           'r3',
           'r1',
         ]);
-        expect(ids(await store.listRuns('p', { status: 'success', limit: 1 }))).toEqual(['r3']);
-        expect(await store.listRuns('p', { status: 'cancelled', limit: 100 })).toEqual([]);
-        expect(await store.listRuns('none', { limit: 100 })).toEqual([]);
+        expect(ids(await runsOf(store, 'p', { status: 'success', limit: 1 }))).toEqual(['r3']);
+        expect(await runsOf(store, 'p', { status: 'cancelled', limit: 100 })).toEqual([]);
+        expect(await runsOf(store, 'none', { limit: 100 })).toEqual([]);
       });
 
       it('lists every pipeline with its run count and its latest run', async () => {
         await store.putRun('warehouse.ingest', 'a', { status: 'success' });
         await store.putRun('warehouse.ingest', 'b', { status: 'running' });
         await store.appendLog('ml.train', 'x', [{ text: 'epoch 1\n' }]);
-        const pipelines = (await store.listPipelines()).sort((a, b) => a.fqn.localeCompare(b.fqn));
+        const pipelines = (await allPipelines(store)).sort((a, b) => a.fqn.localeCompare(b.fqn));
         expect(pipelines).toEqual([
-          { fqn: 'ml.train', runs: 1, lastRun: await store.getRun('ml.train', 'x') },
+          {
+            fqn: 'ml.train',
+            id: pipelineId('ml.train'),
+            runs: 1,
+            lastRun: await store.getRun('ml.train', 'x'),
+          },
           {
             fqn: 'warehouse.ingest',
+            id: pipelineId('warehouse.ingest'),
             runs: 2,
             lastRun: await store.getRun('warehouse.ingest', 'b'),
           },
@@ -714,9 +829,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
 
       it('lists no pipelines in an empty store, and none for topic appends', async () => {
-        expect(await store.listPipelines()).toEqual([]);
+        expect(await allPipelines(store)).toEqual([]);
         await store.appendEvents(topicKey('iceberg'), [event('k', 1)]);
-        expect(await store.listPipelines()).toEqual([]);
+        expect(await allPipelines(store)).toEqual([]);
       });
     });
 
@@ -914,26 +1029,22 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
 
       it('lists every topic ever written, the runs feed `_runs` included, and no runs', async () => {
-        expect(await store.listTopics()).toEqual([]);
+        expect(await allTopics(store)).toEqual([]);
         await fill(topicKey('prices'), 1);
         await fill(topicKey('price'), 1);
         await fill(topicKey('iceberg.events'), 2);
-        expect([...(await store.listTopics())].sort()).toEqual([
-          'iceberg.events',
-          'price',
-          'prices',
-        ]);
+        expect([...(await allTopics(store))].sort()).toEqual(['iceberg.events', 'price', 'prices']);
 
         await store.putRun('warehouse.ingest', 'r1', { status: 'running' });
         await appendOne('etl.daily', 'r2', 'a log line\n');
         await store.appendEvents(runKey('etl.daily', 'r2'), [event('progress', 1)]);
-        const topics = [...(await store.listTopics())].sort();
+        const topics = [...(await allTopics(store))].sort();
         expect(topics).toEqual(['_runs', 'iceberg.events', 'price', 'prices']);
         expect(topics).toContain(RUNS_FEED_TOPIC);
 
         // A topic trimmed to nothing was still written: it is still listed.
         await store.trimTopic('price', { maxEntries: 0, olderThanMs: Date.now() + 60_000 });
-        expect([...(await store.listTopics())].sort()).toEqual(topics);
+        expect([...(await allTopics(store))].sort()).toEqual(topics);
       });
 
       it('trims nothing and creates nothing for a topic never written', async () => {
@@ -945,7 +1056,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect(
           await store.trimTopic('ghost', { maxEntries: 1, olderThanMs: Date.now() + 60_000 }),
         ).toEqual({ removed: 0, firstSeq: 1 });
-        expect(await store.listTopics()).toEqual(['prices']);
+        expect(await allTopics(store)).toEqual(['prices']);
         expect(await store.bounds(topicKey('ghost'))).toEqual({
           firstSeq: 1,
           lastSeq: 0,
@@ -987,7 +1098,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 5,
         });
         expect(await seqsOf(FEED)).toEqual([5, 6]);
-        expect((await store.listRuns('p', { limit: 10 })).map((run) => run.status)).toEqual([
+        expect((await runsOf(store, 'p', { limit: 10 })).map((run) => run.status)).toEqual([
           'success',
           'success',
           'success',
@@ -1028,7 +1139,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           logBytes: 0,
         });
         expect(await seqsOf(topicKey('prices'))).toEqual([6, 7, 8]);
-        expect(await store.listTopics()).toEqual(['prices']);
+        expect(await allTopics(store)).toEqual(['prices']);
         expect(await store.trimTopic('prices', { maxEntries: 3 })).toEqual({
           removed: 0,
           firstSeq: 6,
@@ -1063,7 +1174,10 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         ]);
         // Numbering, offsets and idempotency continue where they stopped.
         expect((await store.appendEvents(topicKey('t'), [event('k', 3)])).seqs).toEqual([3]);
-        expect(await appendOne('p', 'r', 'retry', 'L1')).toMatchObject({ duplicate: true, seq: 2 });
+        expect(await appendOne('p', 'r', '例 line\n', 'L1')).toMatchObject({
+          duplicate: true,
+          seq: 2,
+        });
         expect(
           await store.appendEvents(runKey('p', 'r'), [event('progress', { pct: 1 }, { id: 'e1' })]),
         ).toMatchObject({ seqs: [3], duplicates: 1 });

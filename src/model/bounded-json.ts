@@ -1,0 +1,406 @@
+import { isUtf8 } from 'node:buffer';
+import { TailwaterError } from './errors.js';
+
+/**
+ * JSON read within a budget. `JSON.parse` of a hostile body is unbounded work on the event loop
+ * (20 MB of `{}` is seconds and gigabytes), and it cannot stop early, nor tell where a value's
+ * text lies. So a body is first walked as it arrives by a small structural scanner that keeps
+ * the budget (nesting depth, how many values, how many items in a list and how big each is)
+ * and notes where each list item and its raw field lie; only then is it parsed, in pieces the
+ * budget has already bounded, one piece per turn of the event loop if need be.
+ *
+ * The scanner is not a validator. Soundness comes from composition: it checks the separators of
+ * the list itself; every other byte is parsed by `JSON.parse`, either in the skeleton (the body
+ * with its list emptied) or in one item (its raw field replaced by `0`) or in a raw field. If
+ * each of those is valid JSON, so is the body.
+ */
+
+/** What a route accepts. */
+export interface JsonLimits {
+  /** Deepest nesting of arrays and objects; the top level is depth 1. */
+  maxDepth: number;
+  /** Most values in the body outside its list items. */
+  maxValues: number;
+  /**
+   * The body is an object whose `key` is a list of items (a batch of events): each item is cut
+   * out and parsed on its own, so the number and size of items is checked before any is parsed.
+   */
+  list?: ListLimits | undefined;
+}
+
+export interface ListLimits {
+  key: string;
+  maxItems: number;
+  /** An item's size in bytes of JSON, as sent. */
+  maxItemBytes: number;
+  /** A field of each item that is kept as its JSON text (a `RawJson`), never turned into values. */
+  rawField?: string | undefined;
+  tooManyItems(count: number): TailwaterError;
+  itemTooLarge(index: number, bytes: number): TailwaterError;
+}
+
+/**
+ * A value kept as the JSON text the producer sent: numbers past 2^53 and long decimals stay
+ * exact, and nothing is built from it. Its text is valid JSON.
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+const enum Mode {
+  /** After `[`: a value or `]`. */
+  FirstValue,
+  /** At the top, after `,` in an array, after `:`: a value. */
+  Value,
+  AfterValue,
+  /** After `{`: a key or `}`. */
+  FirstKey,
+  /** After `,` in an object: a key. */
+  Key,
+  /** After a key: `:`. */
+  AfterKey,
+  String,
+  StringEscape,
+  /** A number, `true`, `false` or `null`: read to its end, judged by JSON.parse. */
+  Literal,
+  Done,
+}
+
+const OBJECT = 1;
+const ARRAY = 2;
+/** Keys longer than this are never the list's key or the raw field: they are not kept. */
+const MAX_KEY_BYTES = 256;
+
+// Bytes that can continue a number or a literal (`true`, `-1.5e+3`).
+const LITERAL = new Uint8Array(256);
+for (const c of '0123456789+-.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ') {
+  LITERAL[c.charCodeAt(0)] = 1;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+interface ItemSpan {
+  start: number;
+  end: number;
+  /** Where the raw field's value lies in the body; -1 when the item has none. */
+  fieldStart: number;
+  fieldEnd: number;
+}
+
+function syntax(message: string, at: number): TailwaterError {
+  return new TailwaterError('TW_BAD_JSON', `Malformed JSON at byte ${at}: ${message}.`);
+}
+
+/**
+ * Walks a JSON body chunk by chunk, keeping the budget, and throws a TailwaterError as soon as
+ * the body breaks it; `finish()` then parses it. Depths: the top-level value's container is 1,
+ * the list (an array in the top object) is 2, its items are at 3.
+ */
+export class BoundedJsonReader {
+  private readonly chunks: Buffer[] = [];
+  private pos = 0;
+  private mode = Mode.Value;
+  private readonly stack: Uint8Array;
+  private depth = 0;
+  private values = 0;
+
+  private stringIsKey = false;
+  private capturing = false;
+  private keyBytes: number[] = [];
+  private keyEscaped = false;
+  private keyTooLong = false;
+  /** The key whose value is being read, in the top object and in the current item. */
+  private topKey: string | undefined;
+  private itemKey: string | undefined;
+  private listKeySeen = false;
+
+  private inList = false;
+  private listOpen = -1;
+  private listClose = -1;
+  private item: ItemSpan | undefined;
+  private readonly items: ItemSpan[] = [];
+  private inField = false;
+
+  constructor(private readonly limits: JsonLimits) {
+    this.stack = new Uint8Array(limits.maxDepth + 2);
+  }
+
+  /** Takes the next piece of the body. */
+  feed(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    const base = this.pos;
+    for (let i = 0; i < chunk.length; i += 1) {
+      const c = chunk[i]!;
+      const at = base + i;
+      switch (this.mode) {
+        case Mode.String:
+          if (c === QUOTE) this.endString(at);
+          else if (c === BACKSLASH) this.mode = Mode.StringEscape;
+          else if (this.capturing) this.keep(c);
+          // String bodies are most of a body's bytes: jump to the next quote or backslash.
+          else i = nextSpecial(chunk, i) - 1;
+          break;
+        case Mode.StringEscape:
+          this.mode = Mode.String;
+          if (this.capturing) {
+            this.keep(BACKSLASH);
+            this.keep(c);
+            this.keyEscaped = true;
+          }
+          break;
+        case Mode.Literal:
+          if (LITERAL[c]) break;
+          this.endValue(at);
+          i -= 1; // the byte after a literal is read again, in the mode that follows it
+          break;
+        case Mode.FirstValue:
+          if (isSpace(c)) break;
+          if (c === 0x5d) this.close(c, at);
+          else this.startValue(c, at);
+          break;
+        case Mode.Value:
+          if (!isSpace(c)) this.startValue(c, at);
+          break;
+        case Mode.AfterValue:
+          if (isSpace(c)) break;
+          if (c === 0x2c) this.mode = this.stack[this.depth] === OBJECT ? Mode.Key : Mode.Value;
+          else if (c === 0x7d || c === 0x5d) this.close(c, at);
+          else throw syntax(`expected "," or a closing bracket, not ${describe(c)}`, at);
+          break;
+        case Mode.FirstKey:
+        case Mode.Key:
+          if (isSpace(c)) break;
+          if (c === QUOTE) this.startString(true);
+          else if (c === 0x7d && this.mode === Mode.FirstKey) this.close(c, at);
+          else throw syntax(`expected a key in double quotes, not ${describe(c)}`, at);
+          break;
+        case Mode.AfterKey:
+          if (isSpace(c)) break;
+          if (c !== 0x3a) throw syntax(`expected ":" after a key, not ${describe(c)}`, at);
+          this.mode = Mode.Value;
+          break;
+        case Mode.Done:
+          if (!isSpace(c)) throw syntax('unexpected text after the JSON value', at);
+          break;
+      }
+    }
+    this.pos = base + chunk.length;
+    // An item that is still open but already too big is refused before the rest arrives.
+    if (this.item) this.checkItemSize(this.pos);
+  }
+
+  /**
+   * The body parsed. List items are parsed one at a time, with a turn of the event loop every
+   * few milliseconds, so that even a full batch never holds the loop for long.
+   */
+  async finish(): Promise<unknown> {
+    if (this.mode === Mode.Literal) this.endValue(this.pos);
+    if (this.mode === Mode.Value && this.depth === 0) {
+      throw new TailwaterError('TW_BAD_JSON', 'The JSON body is empty.');
+    }
+    if (this.mode !== Mode.Done) throw syntax('the body ends before its JSON value does', this.pos);
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.chunks.length = 0;
+    if (!isUtf8(body)) {
+      throw new TailwaterError(
+        'TW_BAD_UTF8',
+        'The body is not valid UTF-8; it was not stored (Tailwater never stores replacement characters).',
+      );
+    }
+    const list = this.limits.list;
+    if (!list || this.listOpen < 0) return parse(body.toString('utf8'), 0);
+    const skeleton =
+      body.toString('utf8', 0, this.listOpen + 1) + body.toString('utf8', this.listClose);
+    const value = parse(skeleton, 0) as Record<string, unknown>;
+    const parsed: unknown[] = [];
+    let sliceStart = performance.now();
+    for (const span of this.items) {
+      parsed.push(parseItem(body, span, list.rawField));
+      if (performance.now() - sliceStart > 4) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+    value[list.key] = parsed;
+    return value;
+  }
+
+  private keep(c: number): void {
+    if (this.keyBytes.length < MAX_KEY_BYTES) this.keyBytes.push(c);
+    else this.keyTooLong = true;
+  }
+
+  private startValue(c: number, at: number): void {
+    if (this.inList && this.depth === 2) {
+      this.startItem(at);
+    } else if (!this.item) {
+      this.values += 1;
+      if (this.values > this.limits.maxValues) {
+        throw new TailwaterError(
+          'TW_BODY_TOO_LARGE',
+          `The JSON body holds more than ${this.limits.maxValues} values.`,
+        );
+      }
+    }
+    if (this.item && this.depth === 3 && this.itemKey !== undefined) {
+      if (this.itemKey === this.limits.list?.rawField) {
+        this.inField = true;
+        this.item.fieldStart = at;
+      }
+    }
+    if (c === 0x7b) this.open(OBJECT, at);
+    else if (c === 0x5b) this.open(ARRAY, at);
+    else if (c === QUOTE) this.startString(false);
+    else if (LITERAL[c]) this.mode = Mode.Literal;
+    else throw syntax(`unexpected ${describe(c)}`, at);
+  }
+
+  private open(type: number, at: number): void {
+    this.depth += 1;
+    if (this.depth > this.limits.maxDepth) {
+      throw new TailwaterError(
+        'TW_BAD_JSON',
+        `The JSON body nests deeper than ${this.limits.maxDepth} levels.`,
+      );
+    }
+    this.stack[this.depth] = type;
+    if (
+      type === ARRAY &&
+      this.depth === 2 &&
+      this.stack[1] === OBJECT &&
+      this.limits.list !== undefined &&
+      this.topKey === this.limits.list.key
+    ) {
+      this.inList = true;
+      this.listOpen = at;
+    }
+    if (type === OBJECT && this.depth === 3 && this.item) this.itemKey = undefined;
+    this.mode = type === OBJECT ? Mode.FirstKey : Mode.FirstValue;
+  }
+
+  private close(c: number, at: number): void {
+    const type = this.stack[this.depth];
+    if ((c === 0x7d) !== (type === OBJECT)) throw syntax(`unexpected ${describe(c)}`, at);
+    if (this.inList && this.depth === 2) {
+      this.inList = false;
+      this.listClose = at;
+    }
+    this.depth -= 1;
+    this.endValue(at + 1);
+  }
+
+  private startString(isKey: boolean): void {
+    this.mode = Mode.String;
+    this.stringIsKey = isKey;
+    this.capturing = isKey && (this.depth === 1 || (this.depth === 3 && this.item !== undefined));
+    if (this.capturing) {
+      this.keyBytes = [];
+      this.keyEscaped = false;
+      this.keyTooLong = false;
+    }
+  }
+
+  private endString(at: number): void {
+    if (!this.stringIsKey) {
+      this.endValue(at + 1);
+      return;
+    }
+    this.mode = Mode.AfterKey;
+    if (!this.capturing) return;
+    this.capturing = false;
+    const key = this.keyTooLong ? undefined : this.decodeKey(at);
+    if (this.depth === 1) {
+      const listKey = this.limits.list?.key;
+      if (key !== undefined && key === listKey) {
+        if (this.listKeySeen) throw syntax(`"${listKey}" is given twice`, at);
+        this.listKeySeen = true;
+      }
+      this.topKey = key;
+    } else {
+      const field = this.limits.list?.rawField;
+      if (key !== undefined && key === field && this.item!.fieldStart >= 0) {
+        throw syntax(`"${field}" is given twice in one item`, at);
+      }
+      this.itemKey = key;
+    }
+  }
+
+  private decodeKey(at: number): string {
+    const raw = Buffer.from(this.keyBytes).toString('utf8');
+    return this.keyEscaped ? (parse(`"${raw}"`, at) as string) : raw;
+  }
+
+  /** A value ended just before `end`; `depth` is that of the container holding it. */
+  private endValue(end: number): void {
+    if (this.inField && this.depth === 3) {
+      this.item!.fieldEnd = end;
+      this.inField = false;
+    }
+    if (this.item && this.depth === 2) this.endItem(end);
+    if (this.depth === 1) this.topKey = undefined;
+    if (this.depth === 3) this.itemKey = undefined;
+    this.mode = this.depth === 0 ? Mode.Done : Mode.AfterValue;
+  }
+
+  private startItem(at: number): void {
+    const list = this.limits.list!;
+    if (this.items.length >= list.maxItems) throw list.tooManyItems(this.items.length + 1);
+    this.item = { start: at, end: -1, fieldStart: -1, fieldEnd: -1 };
+  }
+
+  private endItem(end: number): void {
+    this.checkItemSize(end);
+    this.item!.end = end;
+    this.items.push(this.item!);
+    this.item = undefined;
+  }
+
+  private checkItemSize(end: number): void {
+    const list = this.limits.list!;
+    const bytes = end - this.item!.start;
+    if (bytes > list.maxItemBytes) throw list.itemTooLarge(this.items.length, bytes);
+  }
+}
+
+/** The index of the next quote or backslash at or after `i` (or the chunk's end). */
+function nextSpecial(chunk: Buffer, i: number): number {
+  const quote = chunk.indexOf(QUOTE, i);
+  const slash = chunk.indexOf(BACKSLASH, i);
+  const end = quote < 0 ? chunk.length : quote;
+  return Math.max(slash < 0 ? end : Math.min(end, slash), i + 1);
+}
+
+function describe(c: number): string {
+  return c >= 0x20 && c < 0x7f ? `"${String.fromCharCode(c)}"` : `byte 0x${c.toString(16)}`;
+}
+
+function parse(text: string, offset: number): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const message = (error as Error).message;
+    throw new TailwaterError(
+      'TW_BAD_JSON',
+      offset > 0 ? `Malformed JSON near byte ${offset}: ${message}` : `Malformed JSON: ${message}`,
+    );
+  }
+}
+
+/** One list item parsed, its raw field (if any) kept as text and checked to be JSON. */
+function parseItem(body: Buffer, span: ItemSpan, rawField: string | undefined): unknown {
+  if (rawField === undefined || span.fieldStart < 0) {
+    return parse(body.toString('utf8', span.start, span.end), span.start);
+  }
+  const text =
+    body.toString('utf8', span.start, span.fieldStart) +
+    '0' +
+    body.toString('utf8', span.fieldEnd, span.end);
+  const item = parse(text, span.start) as Record<string, unknown>;
+  const raw = body.toString('utf8', span.fieldStart, span.fieldEnd);
+  parse(raw, span.fieldStart); // checked, then let go: nothing is built from it
+  item[rawField] = new RawJson(raw);
+  return item;
+}
