@@ -18,6 +18,7 @@ export type EngineSettings = Pick<
   | 'maxActiveStreams'
   | 'maxActiveConnections'
   | 'maxSubscribersPerStream'
+  | 'maxStreamsPerClient'
   | 'tailerIdleGraceSeconds'
   | 'maxEventBytes'
   | 'maxBatchEntries'

@@ -29,6 +29,8 @@ export interface SubscribeRequest {
   start: StartPosition;
   filter?: EntryFilter | undefined;
   encoder: FrameEncoder;
+  /** Who asks (a remote address): each client holds at most maxStreamsPerClient streams. */
+  client?: string | undefined;
 }
 
 const RETRY_AFTER = { 'Retry-After': '5' };
@@ -41,6 +43,7 @@ const RETRY_AFTER = { 'Retry-After': '5' };
 export class Hub {
   private readonly tailers = new Map<string, Tailer>();
   private connections = 0;
+  private readonly perClient = new Map<string, number>();
   private closing = false;
   readonly stats = new EngineStats();
 
@@ -99,9 +102,9 @@ export class Hub {
       );
     }
     const name = streamId(request.key);
-    let tailer = this.tailers.get(name);
+    const existing = this.tailers.get(name);
     // A stream whose reader idles with no viewer becomes active again: it counts against the cap.
-    if (!tailer || tailer.viewerCount === 0) {
+    if (!existing || existing.viewerCount === 0) {
       if (this.activeStreams >= this.settings.maxActiveStreams) {
         throw new TailwaterError(
           'TW_TOO_MANY_STREAMS',
@@ -109,15 +112,28 @@ export class Hub {
           RETRY_AFTER,
         );
       }
-      tailer ??= this.createTailer(request.key);
-    } else if (tailer.viewerCount >= this.settings.maxSubscribersPerStream) {
+    } else if (existing.viewerCount >= this.settings.maxSubscribersPerStream) {
       throw new TailwaterError(
         'TW_TOO_MANY_SUBSCRIBERS',
         `This stream has reached its subscriber cap (${this.settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
         RETRY_AFTER,
       );
     }
+    // The server's own limits come first; then one client may not take all of them.
+    const client = request.client;
+    if (
+      client !== undefined &&
+      (this.perClient.get(client) ?? 0) >= this.settings.maxStreamsPerClient
+    ) {
+      throw new TailwaterError(
+        'TW_TOO_MANY_CLIENT_STREAMS',
+        `This client already holds ${this.settings.maxStreamsPerClient} open streams, as many as one client may; close one, or retry shortly.`,
+        RETRY_AFTER,
+      );
+    }
+    const tailer = existing ?? this.createTailer(request.key);
     this.connections += 1;
+    if (client !== undefined) this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     tailer.reserve();
     let opened = false;
     try {
@@ -139,6 +155,7 @@ export class Hub {
           maxPendingBytes: this.settings.maxPendingBytesPerViewer,
         },
         now,
+        client,
       );
       opened = true;
       subscription.open(now);
@@ -148,9 +165,17 @@ export class Hub {
     } finally {
       if (!opened) {
         this.connections -= 1;
+        this.releaseClient(client);
         tailer.cancelReservation();
       }
     }
+  }
+
+  private releaseClient(client: string | undefined): void {
+    if (client === undefined) return;
+    const count = (this.perClient.get(client) ?? 1) - 1;
+    if (count > 0) this.perClient.set(client, count);
+    else this.perClient.delete(client);
   }
 
   /** Ends every viewer with `end {"reason":"shutdown"}` and refuses new ones. */
@@ -169,8 +194,9 @@ export class Hub {
         onRetire: (retired) => {
           if (this.tailers.get(retired.name) === retired) this.tailers.delete(retired.name);
         },
-        onSubscriptionClosed: () => {
+        onSubscriptionClosed: (subscription) => {
           this.connections -= 1;
+          this.releaseClient(subscription.client);
         },
       },
       this.stats,

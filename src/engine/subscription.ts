@@ -41,6 +41,8 @@ export class Subscription {
     private readonly predicate: EntryPredicate | undefined,
     private readonly limits: SubscriptionLimits,
     now: number,
+    /** Who opened it (the Hub counts each client's streams). */
+    readonly client?: string | undefined,
   ) {
     this.cursor = cursor;
     this.openedAt = now;

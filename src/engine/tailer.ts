@@ -1,5 +1,6 @@
 import type { Bus } from '../bus/bus.js';
 import type { Entry } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { streamId } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
@@ -422,10 +423,10 @@ export class Tailer {
   }
 }
 
-/** What an entry costs in the replay buffer, roughly its encoded size. */
+/** What an entry costs in the replay buffer, roughly its encoded size (its data as stored). */
 function entryWeight(entry: Entry): number {
   if (entry.text !== undefined) return entry.text.length + 96;
-  return (entry.data === undefined ? 0 : JSON.stringify(entry.data).length) + 128;
+  return (entry[RAW_DATA]?.length ?? 0) + 128;
 }
 
 function describeFailure(error: unknown): string {

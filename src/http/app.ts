@@ -2,8 +2,9 @@ import Fastify, { LogController } from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { appendRoutes } from './append.js';
 import { registerBodyParsers } from './body.js';
+import { limitConnectionsPerClient } from './client-connections.js';
 import type { AppDeps } from './deps.js';
-import { registerErrorHandling, routerErrorOptions } from './errors.js';
+import { clientErrorHandler, registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
 import { dashboardRoutes } from './dashboard.js';
 import { freightRoutes } from './freight.js';
@@ -11,8 +12,10 @@ import { icebergRoutes } from './iceberg.js';
 import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
 import { openMetadataRoutes } from './openmetadata.js';
+import { registerOriginPolicy } from './origin.js';
 import { readRoutes } from './read.js';
 import { runRoutes } from './runs.js';
+import { registerSecurityHeaders } from './security-headers.js';
 import { zenmlRoutes } from './zenml.js';
 
 export interface BuildAppOptions {
@@ -27,6 +30,8 @@ export async function buildApp(
   deps: AppDeps,
   options: BuildAppOptions = {},
 ): Promise<FastifyInstance> {
+  const { settings } = deps;
+  const requestTimeoutMs = Math.round(settings.requestTimeoutSeconds * 1000);
   const app = Fastify({
     logger:
       !options.logLevel || options.logLevel === 'silent' ? false : { level: options.logLevel },
@@ -34,9 +39,24 @@ export async function buildApp(
     // Idle keep-alive sockets close at once on shutdown; open streams are ended by the Hub.
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 1024, ...routerErrorOptions },
+    // A request, headers and body, must arrive within requestTimeoutSeconds (408 and closed
+    // otherwise); a stream's request has arrived once it opens, so streams are not cut.
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: Math.round(settings.keepAliveTimeoutSeconds * 1000),
+    http: {
+      headersTimeout: requestTimeoutMs,
+      // How often Node looks for requests past their time (its default is 30 s).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.round(requestTimeoutMs / 4))),
+    },
+    // Routes that take a body say how much; any other takes next to nothing.
+    bodyLimit: 16 * 1024,
+    clientErrorHandler,
   });
+  limitConnectionsPerClient(app.server, settings.maxConnectionsPerClient);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  registerOriginPolicy(app, settings);
+  await registerSecurityHeaders(app);
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);
   await app.register(runRoutes, deps);

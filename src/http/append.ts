@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { JsonLimits } from '../model/bounded-json.js';
-import { RawJson } from '../model/bounded-json.js';
+import { MAX_JSON_DEPTH, RawJson } from '../model/bounded-json.js';
 import type { NewEvent } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import type { Settings } from '../model/settings.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
 import type { BodyConfig } from './body.js';
-import { MAX_JSON_DEPTH, parseBody, PlainText, validationError } from './body.js';
+import { parseBody, PlainText, validationError } from './body.js';
 import type { AppDeps } from './deps.js';
 import { pipelineParam, resolveRunId, topicParam } from './params.js';
 

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { BoundedJsonReader } from '../model/bounded-json.js';
+import { BoundedJsonReader, MAX_JSON_DEPTH } from '../model/bounded-json.js';
 import type { JsonLimits } from '../model/bounded-json.js';
 import { TailwaterError } from '../model/errors.js';
 
@@ -15,9 +15,6 @@ export class PlainText {
 export interface BodyConfig {
   json?: JsonLimits;
 }
-
-/** Nesting no producer needs; deeper data would overflow the stack of JSON.stringify. */
-export const MAX_JSON_DEPTH = 64;
 
 const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: MAX_JSON_DEPTH, maxValues: 50_000 };
 

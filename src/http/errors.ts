@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../model/errors.js';
 import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
 
@@ -14,6 +15,51 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_BAD_URL: 'TW_BAD_REQUEST',
   FST_ERR_MAX_PARAM_LENGTH: 'TW_BAD_NAME',
 };
+
+/**
+ * An error answer written straight to a socket, for refusals that happen before HTTP has a
+ * request to answer (a connection over its client's cap, a request that timed out).
+ */
+export function rawErrorResponse(
+  error: TailwaterError,
+  reason: string,
+  headers: Record<string, string> = {},
+): string {
+  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
+  const extra = Object.entries({ ...error.headers, ...headers })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (
+    `HTTP/1.1 ${ERROR_STATUS[error.code]} ${reason}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`
+  );
+}
+
+const CLIENT_ERRORS: Record<string, [TailwaterError, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [
+    new TailwaterError(
+      'TW_REQUEST_TIMEOUT',
+      'The request did not arrive whole in time (requestTimeoutSeconds); it was not processed.',
+    ),
+    'Request Timeout',
+  ],
+  HPE_HEADER_OVERFLOW: [
+    new TailwaterError('TW_HEADERS_TOO_LARGE', 'The request headers are too large.'),
+    'Request Header Fields Too Large',
+  ],
+};
+
+/** Node's HTTP parser gave up on a connection (slow, oversized or malformed request). */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [answer, reason] = CLIENT_ERRORS[error.code ?? ''] ?? [
+    new TailwaterError('TW_BAD_REQUEST', 'The request is not well-formed HTTP.'),
+    'Bad Request',
+  ];
+  if (socket.writable) socket.write(rawErrorResponse(answer, reason));
+  socket.destroy();
+}
 
 /** For the router's own refusals, which happen before Fastify's reply exists. */
 export function sendRawError(res: ServerResponse, error: TailwaterError): void {
@@ -52,12 +98,21 @@ export function toTailwaterError(error: unknown): TailwaterError {
   return new TailwaterError('TW_INTERNAL', 'Internal server error.');
 }
 
+/**
+ * A request refused before its body was all read (too large, over its budget): what is left is
+ * never read, so the connection cannot carry another request and is closed after the answer.
+ */
+export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
+  if (!request.raw.complete) void reply.header('connection', 'close');
+}
+
 /** Every error leaves as `{"error": {"code", "message"}}` with the status of its code. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const tailwaterError = toTailwaterError(error);
     if (tailwaterError.code === 'TW_INTERNAL') request.log.error({ err: error }, 'request failed');
     if (reply.sent || reply.raw.headersSent) return;
+    closeIfBodyUnread(request, reply);
     void reply
       .code(ERROR_STATUS[tailwaterError.code])
       .headers(tailwaterError.headers)

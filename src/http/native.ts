@@ -125,7 +125,7 @@ export async function streamTo(
   filter: Parameters<Hub['subscribe']>[0]['filter'],
   encoder: FrameEncoder,
 ): Promise<void> {
-  await hub.subscribe({ key, start, filter, encoder }, () => {
+  await hub.subscribe({ key, start, filter, encoder, client: reply.request.ip }, () => {
     reply.hijack();
     return new HttpViewerTransport(reply.raw);
   });

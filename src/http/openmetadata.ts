@@ -9,7 +9,7 @@ import { runKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { intParam, pipelineParam } from './params.js';
-import { logText, safeFileName } from './read.js';
+import { attachment, logText } from './read.js';
 import { commentBytes, HttpViewerTransport } from './sse.js';
 import { streamTo } from './native.js';
 
@@ -36,6 +36,8 @@ const REFUSALS: Partial<Record<string, string>> = {
     'The server is already serving the maximum number of log stream connections. Retry shortly or use the paginated log endpoint.',
   TW_TOO_MANY_SUBSCRIBERS:
     'The server is already serving the maximum number of viewers of this run. Retry shortly or use the paginated log endpoint.',
+  TW_TOO_MANY_CLIENT_STREAMS:
+    'This client is already streaming as many logs as one client may. Close a stream, retry shortly, or use the paginated log endpoint.',
   TW_SHUTTING_DOWN: 'The server is restarting. Retry shortly.',
 };
 
@@ -191,13 +193,9 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
   app.get(`${OPENMETADATA_PREFIX}/:fqn/last/download`, async (request, reply) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const run = (await store.latestRun(fqn))!;
-    const name = safeFileName(fqn);
     return reply
       .type('application/octet-stream')
-      .header(
-        'Content-Disposition',
-        `attachment; filename="ingestion_logs_${name}_${Date.now()}.txt"`,
-      )
+      .header('Content-Disposition', attachment(`ingestion_logs_${fqn}_${Date.now()}.txt`))
       .send(Readable.from(logText(store, runKey(fqn, run.runId))));
   });
 }

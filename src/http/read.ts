@@ -83,7 +83,7 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
     return reply
       .type('text/plain; charset=utf-8')
-      .header('Content-Disposition', `attachment; filename="${safeFileName(name)}.log"`)
+      .header('Content-Disposition', attachment(`${name}.log`))
       .send(Readable.from(logText(store, key)));
   });
 }
@@ -124,4 +124,16 @@ export async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buf
 
 export function safeFileName(name: string): string {
   return name.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 200);
+}
+
+/**
+ * A Content-Disposition for a download: an ASCII-only `filename` any client can use, and the
+ * real name (Unicode and all) percent-encoded in `filename*` (RFC 6266), never raw in a header.
+ */
+export function attachment(fileName: string): string {
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${safeFileName(fileName)}"; filename*=UTF-8''${encoded}`;
 }

@@ -10,7 +10,7 @@ import { runKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { batchLimits, EVENT_ENVELOPE_BYTES } from './append.js';
 import type { AppDeps } from './deps.js';
-import { toTailwaterError } from './errors.js';
+import { closeIfBodyUnread, toTailwaterError } from './errors.js';
 import { stringifyWith } from './exact-json.js';
 import { streamTo } from './native.js';
 import { findRunAnywhere, parseList, parseStart } from './params.js';
@@ -126,8 +126,10 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
   const { store, hub, ingest, settings } = deps;
 
   // ZenML's server is FastAPI: its clients read `detail`. The Tailwater error rides along.
-  app.setErrorHandler((error, _request, reply) => {
+  app.setErrorHandler((error, request, reply) => {
     const tw = toTailwaterError(error);
+    if (tw.code === 'TW_INTERNAL') request.log.error({ err: error }, 'request failed');
+    closeIfBodyUnread(request, reply);
     void reply
       .code(ERROR_STATUS[tw.code])
       .headers(tw.headers)

@@ -15,6 +15,9 @@ import { TailwaterError } from './errors.js';
  * each of those is valid JSON, so is the body.
  */
 
+/** Nesting no producer needs; deeper data would overflow the stack of JSON.stringify. */
+export const MAX_JSON_DEPTH = 64;
+
 /** What a route accepts. */
 export interface JsonLimits {
   /** Deepest nesting of arrays and objects; the top level is depth 1. */

@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   TW_NOT_FOUND: 404,
   TW_PIPELINE_NOT_FOUND: 404,
   TW_RUN_NOT_FOUND: 404,
+  /** The request did not arrive whole within requestTimeoutSeconds. */
+  TW_REQUEST_TIMEOUT: 408,
   TW_STATUS_CONFLICT: 409,
   /** A producer id already names something else on this stream. */
   TW_ID_CONFLICT: 409,
@@ -29,6 +31,7 @@ export const ERROR_STATUS = {
   TW_UNSUPPORTED_MEDIA_TYPE: 415,
   /** The Host header names neither this server nor one of its configured names (DNS rebinding). */
   TW_MISDIRECTED: 421,
+  TW_HEADERS_TOO_LARGE: 431,
   /** One client (a remote address) holds as many connections or streams as it may. */
   TW_TOO_MANY_CLIENT_CONNECTIONS: 429,
   TW_TOO_MANY_CLIENT_STREAMS: 429,

@@ -30,6 +30,33 @@ export const settingsSchema = z.strictObject({
    */
   sqliteSynchronous: z.enum(['normal', 'full']).default('normal'),
 
+  // Defences that hold without authentication (docs/SECURITY.md)
+  /**
+   * How long a client has to send a whole request, headers and body; past it the server
+   * answers 408 and closes. Open streams are not requests being received: it does not apply.
+   */
+  requestTimeoutSeconds: seconds.positive().default(30),
+  /** How long an idle keep-alive connection is kept open between requests. */
+  keepAliveTimeoutSeconds: seconds.positive().default(72),
+  /** Open connections one client (a remote address) may hold, streams and idle ones included. */
+  maxConnectionsPerClient: positiveInt.default(256),
+  /** Open streams one client may hold, so that no one client takes every stream slot. */
+  maxStreamsPerClient: positiveInt.default(100),
+  /**
+   * Host names the server answers to besides loopback names and the address it listens on
+   * (`tailwater.example.com`, or `.example.com` for it and its subdomains); any other Host is
+   * 421, which defeats DNS rebinding. Listening on a wildcard address with none set, any Host is
+   * taken.
+   */
+  allowedHosts: z.array(z.string().min(1)).default([]),
+  /**
+   * Origins other than the server's own whose pages may call the API (CORS): exact origins,
+   * `scheme://host:*` for any port, or `*`. A request from any other origin is 403.
+   */
+  allowedOrigins: z
+    .array(z.string().min(1))
+    .default(['http://localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*']),
+
   // Streaming engine
   heartbeatSeconds: seconds.positive().default(25),
   pollSeconds: seconds.positive().default(2),

@@ -3,6 +3,7 @@ import { Client, ReconnectionTimeMode } from '@stomp/stompjs';
 import type { IMessage } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { backoffDelay, sleep } from '../model/backoff.js';
+import { BoundedJsonReader, MAX_JSON_DEPTH } from '../model/bounded-json.js';
 import type { Ingest } from '../engine/ingest.js';
 import { TailwaterError } from '../model/errors.js';
 import { topicKey } from '../model/stream-key.js';
@@ -145,10 +146,16 @@ export class StompSource {
     const body = message.body;
     let parsed: unknown;
     let reason: string | undefined;
-    try {
-      parsed = JSON.parse(body);
-    } catch (error) {
-      reason = `not valid JSON: ${(error as Error).message}`;
+    const bytes = Buffer.byteLength(body, 'utf8');
+    // Judged before it is parsed: a broker can carry a message of 100 MB.
+    if (bytes > this.maxEventBytes) {
+      reason = `refused: the message is ${bytes} bytes; an event holds at most ${this.maxEventBytes}`;
+    } else {
+      try {
+        parsed = await readBoundedJson(body);
+      } catch (error) {
+        reason = `not valid JSON: ${(error as Error).message}`;
+      }
     }
     const id =
       reason === undefined && typeof parsed === 'object' && parsed !== null
@@ -195,6 +202,13 @@ export class StompSource {
     ]);
     this.invalid += 1;
   }
+}
+
+/** A message body read with the same budget as an HTTP body (nesting depth above all). */
+function readBoundedJson(body: string): Promise<unknown> {
+  const reader = new BoundedJsonReader({ maxDepth: MAX_JSON_DEPTH, maxValues: 100_000 });
+  reader.feed(Buffer.from(body, 'utf8'));
+  return reader.finish();
 }
 
 /** The longest start of `text` within `maxBytes` of UTF-8 that ends on a character boundary. */

@@ -842,7 +842,10 @@ describe('OpenMetadata /last and /last/download', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/octet-stream');
     const disposition = response.headers.get('content-disposition') ?? '';
-    const match = /^attachment; filename="ingestion_logs_(.+)_(\d+)\.txt"$/.exec(disposition);
+    const match =
+      /^attachment; filename="ingestion_logs_(.+)_(\d+)\.txt"; filename\*=UTF-8''ingestion_logs_.+_\2\.txt$/.exec(
+        disposition,
+      );
     expect(match, disposition).not.toBeNull();
     expect(match![1]).toBe(PIPELINE);
     expect(Number(match![2])).toBeGreaterThanOrEqual(before);
