@@ -41,6 +41,96 @@ describe('SqliteStore', () => {
     for (const cleanup of cleanups.splice(0)) await cleanup();
   });
 
+  async function openTemp(): Promise<{ store: Store; file: string }> {
+    const { dir, file } = await tempDatabase();
+    const store = new StoreImplementation(file);
+    cleanups.push(async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+    return { store, file };
+  }
+
+  it('writes a full batch in slices, giving the event loop turns, while readers see none of it until it is whole', async () => {
+    const { store } = await openTemp();
+    const key = topicKey('big');
+    await store.appendEvents(key, [{ kind: 'k', data: 'before' }]);
+    // 1000 events of 60 KB: about 60 MB, well over one slice of work.
+    const blob = 'x'.repeat(60_000);
+    const batch = Array.from({ length: 1000 }, (_, i) => ({ kind: 'k', data: { i, blob } }));
+    const seen: number[] = [];
+    let turns = 0;
+    let writing = true;
+    const watch = async () => {
+      while (writing) {
+        await new Promise((resolve) => setImmediate(resolve));
+        turns += 1;
+        seen.push((await store.bounds(key)).lastSeq);
+        const entries = await store.readEntries(key, { afterSeq: 1, limit: 5 });
+        seen.push(entries.length === 0 ? 1 : entries[entries.length - 1]!.seq);
+      }
+    };
+    const watching = watch();
+    const result = await store.appendEvents(key, batch);
+    writing = false;
+    await watching;
+    expect(result.seqs).toHaveLength(1000);
+    expect(turns).toBeGreaterThan(3);
+    // Every look from outside saw the stream before the batch, or after it whole.
+    expect(seen.every((seq) => seq === 1 || seq >= 6)).toBe(true);
+    expect((await store.bounds(key)).lastSeq).toBe(1001);
+  });
+
+  it('runs writes one at a time in the order they were asked for, even while one is paused', async () => {
+    const { store } = await openTemp();
+    const key = topicKey('order');
+    const blob = 'y'.repeat(60_000);
+    const big = store.appendEvents(
+      key,
+      Array.from({ length: 400 }, () => ({ kind: 'big', data: blob })),
+    );
+    const small = store.appendEvents(key, [{ kind: 'small', data: 1 }]);
+    const [bigResult, smallResult] = await Promise.all([big, small]);
+    expect(bigResult.seqs[0]).toBe(1);
+    expect(smallResult.seqs).toEqual([401]);
+  });
+
+  it('rolls a failed large write back whole and goes on with the next one', async () => {
+    const { store } = await openTemp();
+    const key = topicKey('fail');
+    const blob = 'z'.repeat(60_000);
+    const events = Array.from({ length: 500 }, (_, i) => ({ kind: 'k', data: blob, id: `e${i}` }));
+    // The last event reuses the first one's id for other content: the whole batch is refused.
+    events.push({ kind: 'k', data: 'other', id: 'e0' });
+    await expect(store.appendEvents(key, events)).rejects.toMatchObject({ code: 'TW_ID_CONFLICT' });
+    expect(await store.bounds(key)).toEqual({ firstSeq: 1, lastSeq: 0, logBytes: 0 });
+    expect((await store.appendEvents(key, [{ kind: 'k', data: 1 }])).seqs).toEqual([1]);
+  });
+
+  it('gives a database from before the pipelines table its pipelines when it opens', async () => {
+    const { dir, file } = await tempDatabase();
+    const old = new StoreImplementation(file);
+    await old.putRun('a.pipeline', 'r1', { status: 'success' });
+    await old.putRun('a.pipeline', 'r2', { status: 'running' });
+    await old.putRun('b.pipeline', 'r1', { status: 'running' });
+    await old.close();
+    // What an older version left: runs, and no pipelines rows.
+    const raw = new Database(file);
+    raw.exec('DELETE FROM pipelines');
+    raw.close();
+    const reopened = new StoreImplementation(file);
+    cleanups.push(async () => {
+      await reopened.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const page = await reopened.listPipelines({ limit: 10 });
+    expect(page.items.map((p) => [p.fqn, p.runs, p.lastRun?.runId])).toEqual([
+      ['a.pipeline', 2, 'r2'],
+      ['b.pipeline', 1, 'r1'],
+    ]);
+    expect((await reopened.latestRun('a.pipeline'))?.runId).toBe('r2');
+  });
+
   it('puts its database file in WAL mode, as another connection sees it', async () => {
     const { dir, file } = await tempDatabase();
     const store = new StoreImplementation(file);

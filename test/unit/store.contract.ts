@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Entry, NewEvent, NewLog } from '../../src/model/entry.js';
 import { pipelineId } from '../../src/model/pipeline-id.js';
@@ -1145,6 +1146,168 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 6,
         });
         expect(await fill(topicKey('prices'), 1, 9)).toEqual([9]);
+      });
+    });
+
+    describe('reads by kind', () => {
+      /** A run of mixed entries: log pieces, events of a few kinds, status entries. */
+      async function mixedStream(runId: string, script: readonly string[]): Promise<Entry[]> {
+        for (const kind of script) {
+          if (kind === 'log') await appendOne('p', runId, `line of ${runId}\n`);
+          else if (kind === 'status') await store.putRun('p', runId, { status: 'queued' });
+          else await store.appendEvents(runKey('p', runId), [event(kind, { k: kind })]);
+        }
+        return all(runKey('p', runId));
+      }
+
+      it('reads exactly the entries of the kinds asked for, from any cursor, as a full scan would', async () => {
+        let runs = 0;
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(fc.constantFrom('log', 'progress', 'metric', 'step'), {
+              minLength: 1,
+              maxLength: 40,
+            }),
+            fc.subarray(['log', 'progress', 'metric', 'status', 'nomatch'], { minLength: 1 }),
+            fc.nat({ max: 45 }),
+            fc.integer({ min: 1, max: 12 }),
+            async (script, kinds, after, limit) => {
+              runs += 1;
+              const runId = `mixed-${runs}`;
+              const everything = await mixedStream(runId, script);
+              const expected = everything
+                .filter((entry) => entry.seq > after && kinds.includes(entry.kind))
+                .slice(0, limit);
+              const got = await store.readEntries(runKey('p', runId), {
+                afterSeq: after,
+                limit,
+                kinds,
+              });
+              expect(got).toEqual(expected);
+            },
+          ),
+          { seed: 31, numRuns: 60 },
+        );
+      });
+
+      it('finds the n-th newest entry among kinds as a full scan would', async () => {
+        const everything = await mixedStream('mixed', [
+          'log',
+          'progress',
+          'log',
+          'metric',
+          'log',
+          'log',
+          'progress',
+          'step',
+          'log',
+          'metric',
+        ]);
+        const key = runKey('p', 'mixed');
+        for (const kinds of [
+          ['log'],
+          ['progress'],
+          ['log', 'metric'],
+          ['status'],
+          ['nomatch'],
+          ['log', 'log'],
+        ]) {
+          const matching = everything.filter((entry) => kinds.includes(entry.kind)).reverse();
+          for (let n = 1; n <= matching.length + 1; n += 1) {
+            expect(await store.nthLatestSeq(key, n, kinds), `${kinds} n=${n}`).toBe(
+              matching[n - 1]?.seq,
+            );
+          }
+        }
+      });
+
+      it('finds the first log entry past a cursor among many events, log text having been cut in pieces', async () => {
+        const key = runKey('p', 'r');
+        await store.appendLog('p', 'r', [{ text: 'a'.repeat(10) }, { text: 'b\n' }]);
+        await store.appendEvents(
+          key,
+          Array.from({ length: 300 }, (_, i) => event('tick', i)),
+        );
+        await store.appendLog('p', 'r', [{ text: '例\n' }]);
+        await store.appendEvents(key, [event('tick', 'last')]);
+        const logs = await all(key, ['log']);
+        expect(logs.map((entry) => entry.text)).toEqual(['a'.repeat(10), 'b\n', '例\n']);
+        const lastLog = logs[2]!;
+        expect(
+          await store.readEntries(key, { afterSeq: logs[1]!.seq, limit: 5, kinds: ['log'] }),
+        ).toEqual([lastLog]);
+        expect(
+          await store.readEntries(key, { afterSeq: lastLog.seq, limit: 5, kinds: ['log'] }),
+        ).toEqual([]);
+      });
+    });
+
+    describe('listings', () => {
+      it('pages pipelines in code-point order, each once, with a next cursor until the last page', async () => {
+        const names = ['b', 'a', 'é', 'a.b', 'Z', '例', 'c'];
+        for (const name of names) await store.putRun(name, 'r', { status: 'running' });
+        const page1 = await store.listPipelines({ limit: 3 });
+        expect(page1.items.map((p) => p.fqn)).toEqual(['Z', 'a', 'a.b']);
+        expect(page1.next).toBeDefined();
+        const every = await allPipelines(store);
+        expect(every.map((p) => p.fqn)).toEqual([...names].sort());
+        const last = await store.listPipelines({ after: every[every.length - 2]!.fqn, limit: 3 });
+        expect(last).toEqual({ items: [every[every.length - 1]], next: undefined });
+      });
+
+      it('finds a pipeline by its id, which is derived from its FQN and never changes', async () => {
+        await store.putRun('warehouse.ingest', 'r', { status: 'running' });
+        const [summary] = await allPipelines(store);
+        expect(summary!.id).toBe(pipelineId('warehouse.ingest'));
+        expect(await store.pipelineById(summary!.id)).toBe('warehouse.ingest');
+        expect(await store.pipelineById(summary!.id.toUpperCase())).toBe('warehouse.ingest');
+        expect(await store.pipelineById(pipelineId('nobody'))).toBeUndefined();
+      });
+
+      it('pages the runs of a pipeline newest first, with and without a status', async () => {
+        for (let i = 1; i <= 7; i += 1) {
+          await store.putRun('p', `r${i}`, { status: i % 2 === 0 ? 'failed' : 'success' });
+        }
+        const pages = async (status?: RunStatus) => {
+          const seen: string[][] = [];
+          let after: string | undefined;
+          do {
+            const page = await store.listRuns('p', { limit: 2, after, status });
+            seen.push(page.items.map((run) => run.runId));
+            after = page.next;
+          } while (after !== undefined);
+          return seen;
+        };
+        expect(await pages()).toEqual([['r7', 'r6'], ['r5', 'r4'], ['r3', 'r2'], ['r1']]);
+        expect(await pages('failed')).toEqual([['r6', 'r4'], ['r2']]);
+        await expect(
+          store.listRuns('p', { limit: 2, after: 'not-a-cursor' }),
+        ).rejects.toMatchObject({
+          code: 'TW_BAD_CURSOR',
+        });
+      });
+
+      it('keeps a listing page within a few megabytes of meta, however many runs it may hold', async () => {
+        const meta = { blob: 'x'.repeat(60_000) };
+        for (let i = 0; i < 120; i += 1)
+          await store.putRun('p', `r${i}`, { status: 'running', meta });
+        const first = await store.listRuns('p', { limit: 1000 });
+        expect(first.items.length).toBeLessThan(120);
+        expect(first.next).toBeDefined();
+        const all = await everyPage((page) => store.listRuns('p', page));
+        expect(all).toHaveLength(120);
+        expect(new Set(all.map((run) => run.runId)).size).toBe(120);
+      });
+
+      it('pages topics by name', async () => {
+        for (const topic of ['t3', 't1', 't2'])
+          await store.appendEvents(topicKey(topic), [event('k', 1)]);
+        const page = await store.listTopics({ limit: 2 });
+        expect(page).toEqual({ items: ['t1', 't2'], next: 't2' });
+        expect(await store.listTopics({ after: 't2', limit: 2 })).toEqual({
+          items: ['t3'],
+          next: undefined,
+        });
       });
     });
 
