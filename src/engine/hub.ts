@@ -156,6 +156,7 @@ export class Hub {
         },
         now,
         client,
+        request.filter?.kinds && request.filter.kinds.length > 0 ? request.filter.kinds : undefined,
       );
       opened = true;
       subscription.open(now);

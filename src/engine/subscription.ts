@@ -43,6 +43,8 @@ export class Subscription {
     now: number,
     /** Who opened it (the Hub counts each client's streams). */
     readonly client?: string | undefined,
+    /** The kinds its filter keeps, if it names some: catching up reads only those. */
+    readonly kinds?: readonly string[] | undefined,
   ) {
     this.cursor = cursor;
     this.openedAt = now;
@@ -72,11 +74,27 @@ export class Subscription {
    */
   deliver(entries: readonly Entry[], now: number): void {
     if (this.deliverBatch(entries, now)) return;
+    this.deliverEach(entries, now, false);
+  }
+
+  /**
+   * Sends entries read by kind: they are the only entries of (cursor, through] that the filter
+   * may keep, so the jumps between them are entries filtered out, not deleted ones. The cursor
+   * ends at `through`, with a cursor frame for what was skipped after the last one sent.
+   */
+  deliverSparse(entries: readonly Entry[], through: number, now: number): void {
+    this.deliverEach(entries, now, true);
+    if (this.closed || this.overByteLimit || through <= this.cursor) return;
+    this.cursor = through;
+    this.send(this.encoder.cursor(through), now);
+  }
+
+  private deliverEach(entries: readonly Entry[], now: number, sparse: boolean): void {
     let skippedTo = 0;
     for (const entry of entries) {
       if (entry.seq <= this.cursor) continue;
       if (this.closed || this.overByteLimit) break;
-      if (entry.seq > this.cursor + 1) {
+      if (entry.seq > this.cursor + 1 && !sparse) {
         this.gap({ reason: 'retention', fromSeq: this.cursor + 1, toSeq: entry.seq - 1 }, now);
       }
       if (this.predicate && !this.predicate(entry)) {

@@ -4,9 +4,11 @@ import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { streamId } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
+import { payloadBytes } from '../store/store.js';
 import type { EngineSettings } from './engine-settings.js';
 import type { EndInfo } from './frames.js';
 import { ReplayBuffer } from './replay-buffer.js';
+import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
 import { RunStateProbe } from './run-state.js';
 import type { EngineStats } from './stats.js';
 import type { Subscription } from './subscription.js';
@@ -205,6 +207,7 @@ export class Tailer {
    */
   private async readNew(): Promise<void> {
     let tickBytes = 0;
+    const slice = new TimeSlice(SLICE_MS);
     for (;;) {
       let entries: Entry[];
       try {
@@ -222,9 +225,9 @@ export class Tailer {
       }
       if (entries.length === 0 || this.retired) return;
       tickBytes += this.accept(entries);
-      if (tickBytes >= this.settings.maxBytesPerTick) {
+      if (tickBytes >= this.settings.maxBytesPerTick || slice.due) {
         tickBytes = 0;
-        await new Promise((resolve) => setImmediate(resolve));
+        await slice.next();
       }
     }
   }
@@ -273,7 +276,14 @@ export class Tailer {
    */
   private async catchUp(subscription: Subscription): Promise<void> {
     let failures = 0;
+    // A viewer whose filter matches little writes little, so its socket never pushes back:
+    // without a turn now and then, catching up on a long stream would hold the event loop.
+    const slice = new TimeSlice(SLICE_MS);
     while (!subscription.closed && !this.retired) {
+      if (slice.due) {
+        await slice.next();
+        continue;
+      }
       const now = this.now();
       if (subscription.overByteLimit) {
         subscription.end(this.endInfo('maxBytes', subscription), now);
@@ -293,6 +303,12 @@ export class Tailer {
       }
       let page: Entry[];
       try {
+        if (subscription.kinds) {
+          await this.catchUpByKind(subscription);
+          this.stats.catchUpReads += 1;
+          failures = 0;
+          continue;
+        }
         page = await this.store.readEntries(this.key, {
           afterSeq: subscription.cursor,
           limit: this.settings.readBatchEntries,
@@ -322,6 +338,35 @@ export class Tailer {
       }
       subscription.deliver(page, this.now());
     }
+  }
+
+  /**
+   * One page for a viewer that keeps only some kinds: only entries of those kinds are read (by
+   * index), so catching up costs what it finds, not the length of the stream. A page that is
+   * not full holds every such entry up to `top`; a full one, those up to its last entry.
+   * Retention is checked first, as the entries read say nothing of what was deleted.
+   */
+  private async catchUpByKind(subscription: Subscription): Promise<void> {
+    const { firstSeq } = await this.store.bounds(this.key);
+    if (subscription.cursor < firstSeq - 1) {
+      subscription.gap(
+        { reason: 'retention', fromSeq: subscription.cursor + 1, toSeq: firstSeq - 1 },
+        this.now(),
+      );
+      subscription.cursor = firstSeq - 1;
+    }
+    const top = this.top;
+    const limit = this.settings.readBatchEntries;
+    const page = await this.store.readEntries(this.key, {
+      afterSeq: subscription.cursor,
+      limit,
+      maxBytes: this.settings.maxBytesPerTick,
+      kinds: subscription.kinds,
+    });
+    const bytes = page.reduce((sum, entry) => sum + payloadBytes(entry), 0);
+    const full = page.length >= limit || bytes >= this.settings.maxBytesPerTick;
+    const last = page[page.length - 1]?.seq ?? 0;
+    subscription.deliverSparse(page, full ? last : Math.max(top, last), this.now());
   }
 
   private goLive(subscription: Subscription, now: number): void {

@@ -72,8 +72,13 @@ function readBody(
       payload.removeListener('data', onData);
       payload.removeListener('end', onEnd);
       payload.removeListener('error', onError);
-      if (error) reject(error);
-      else resolve();
+      if (error) {
+        // Read no more of it: the answer says why, and the connection closes after it.
+        payload.pause();
+        reject(error);
+      } else {
+        resolve();
+      }
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;

@@ -2,10 +2,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { TailwaterError } from '../model/errors.js';
 import type { Entry } from '../model/entry.js';
-import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
+import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
 import {
@@ -48,7 +48,8 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     // One more entry than asked for means more follows; so may a page its byte budget cut.
     const hasMore =
       page.length > limit ||
-      (payloadBytes(page) >= ENTRIES_PAGE_BYTES && (await moreAfter(store, key, page)));
+      (page.reduce((sum, entry) => sum + payloadBytes(entry), 0) >= ENTRIES_PAGE_BYTES &&
+        (await moreAfter(store, key, page)));
     if (page.length > limit) page.pop();
     const next = page[page.length - 1]?.seq ?? after;
     // Written by hand so that producer data goes out as it was stored.
@@ -86,13 +87,6 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       .header('Content-Disposition', attachment(`${name}.log`))
       .send(Readable.from(logText(store, key)));
   });
-}
-
-/** What the store counts against a read's byte budget: log text and data as stored. */
-function payloadBytes(page: readonly Entry[]): number {
-  let bytes = 0;
-  for (const entry of page) bytes += Buffer.byteLength(entry.text ?? entry[RAW_DATA] ?? '', 'utf8');
-  return bytes;
 }
 
 /** Whether a stream has entries past the last of a page (of any kind: a cursor never skips). */

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { TailwaterError } from './errors.js';
+import { SLICE_MS, TimeSlice } from './time-slice.js';
 
 /**
  * JSON read within a budget. `JSON.parse` of a hostile body is unbounded work on the event loop
@@ -219,13 +220,10 @@ export class BoundedJsonReader {
       body.toString('utf8', 0, this.listOpen + 1) + body.toString('utf8', this.listClose);
     const value = parse(skeleton, 0) as Record<string, unknown>;
     const parsed: unknown[] = [];
-    let sliceStart = performance.now();
+    const slice = new TimeSlice(SLICE_MS);
     for (const span of this.items) {
       parsed.push(parseItem(body, span, list.rawField));
-      if (performance.now() - sliceStart > 4) {
-        await new Promise((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
+      if (slice.due) await slice.next();
     }
     value[list.key] = parsed;
     return value;

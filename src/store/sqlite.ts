@@ -7,6 +7,7 @@ import { RAW_DATA } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import { LOG_KIND } from '../model/names.js';
 import { pipelineId } from '../model/pipeline-id.js';
+import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
 import type { PipelineSummary, Run, RunStatus, RunSummary } from '../model/run.js';
 import { isTerminal } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
@@ -86,8 +87,6 @@ interface PendingEntry {
 type WriteBody<T> = () => Generator<void, T, void>;
 
 const TRIM_ROWS_PER_TRANSACTION = 10_000;
-/** How long a write runs before the event loop gets a turn (the transaction stays open). */
-const WRITE_SLICE_MS = 8;
 
 const RUN_COLUMNS = `r.id, r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested, r.created_at,
   r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes, r.rowid AS position`;
@@ -761,7 +760,7 @@ export class SqliteStore implements Store {
 
   /**
    * Runs a write transaction after the writes before it. The body yields between rows; once it
-   * has run for WRITE_SLICE_MS the event loop gets a turn while the transaction stays open:
+   * has run for SLICE_MS the event loop gets a turn while the transaction stays open:
    * other writes wait in the queue, readers see only what was committed. A rolled-back
    * transaction may have created stream rows whose ids were cached; SQLite will hand those ids
    * out again, so the cache is dropped on failure.
@@ -772,17 +771,14 @@ export class SqliteStore implements Store {
       this.write_.begin.run();
       try {
         const steps = body();
-        let sliceStart = performance.now();
+        const slice = new TimeSlice(SLICE_MS);
         for (;;) {
           const step = steps.next();
           if (step.done) {
             this.write_.commit.run();
             return step.value;
           }
-          if (this.sliced && performance.now() - sliceStart >= WRITE_SLICE_MS) {
-            await new Promise((resolve) => setImmediate(resolve));
-            sliceStart = performance.now();
-          }
+          if (this.sliced && slice.due) await slice.next();
         }
       } catch (error) {
         if (this.db.inTransaction) this.write_.rollback.run();

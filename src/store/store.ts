@@ -1,4 +1,5 @@
 import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 
@@ -178,4 +179,13 @@ export interface Store {
   trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult>;
 
   close(): Promise<void>;
+}
+
+/**
+ * What an entry weighs against a read's byte budget (`ReadEntriesOptions.maxBytes`): its log
+ * text or its data as stored, in UTF-8 bytes. A caller that must tell whether a page was cut by
+ * the budget counts with this, as the store does.
+ */
+export function payloadBytes(entry: Entry): number {
+  return Buffer.byteLength(entry.text ?? entry[RAW_DATA] ?? '', 'utf8');
 }

@@ -466,3 +466,62 @@ describe('store failures', () => {
     expect(t.hub.stats.ends.get('error')).toBe(1);
   });
 });
+
+describe('catching up a viewer that keeps some kinds', () => {
+  const topic = (name: string, query = '') =>
+    `/api/v1/topics/${name}/stream${query ? `?${query}` : ''}`;
+
+  it('reads only the entries of its kinds: a few rare events among thousands cost a few reads', async () => {
+    const t = await start({ readBatchEntries: 100, replayBufferBytes: 0 });
+    const key: StreamKey = { type: 'topic', topic: 'mixed' };
+    for (let batch = 0; batch < 30; batch += 1) {
+      const events = Array.from({ length: 100 }, (_, i) => ({
+        kind: (batch * 100 + i) % 997 === 0 ? 'rare' : 'common',
+        data: batch * 100 + i,
+      }));
+      await t.ingest.appendEvents(key, events);
+    }
+    const all = await t.store.readEntries(key, { afterSeq: 0, limit: 10_000 });
+    const rare = all.filter((entry) => entry.kind === 'rare').map((entry) => entry.seq);
+    expect(rare).toEqual([1, 998, 1995, 2992]);
+    const readsBefore = t.hub.stats.catchUpReads;
+    const viewer = await open(t, topic('mixed', 'kinds=rare'));
+    await viewer.waitFor((events) => events.some((e) => e.event === 'cursor' && e.id === '3000'));
+    expect(seqs(viewer.events.filter((e) => e.event === 'rare'))).toEqual(rare);
+    // One read finds all four: 3000 entries at 100 a page would be 30 reads scanned in full.
+    expect(t.hub.stats.catchUpReads - readsBefore).toBeLessThanOrEqual(2);
+    // It is live from there: a new rare entry arrives, a new common one moves only the cursor.
+    await t.ingest.appendEvents(key, [{ kind: 'rare', data: 'new' }]);
+    await viewer.waitFor(hasSeq(3001));
+  });
+
+  it('sends every entry of its kinds when the byte budget cuts pages of multi-byte text', async () => {
+    const t = await start({ readBatchEntries: 1000, maxBytesPerTick: 4096, replayBufferBytes: 0 });
+    const runId = 'cjk';
+    await t.ingest.putRun(PIPELINE, runId, { status: 'running' });
+    const expected: number[] = [];
+    for (let i = 0; i < 60; i += 1) {
+      // 300 characters of 3 UTF-8 bytes each: 900 bytes, a third of that in UTF-16 length.
+      expected.push(await appendLine(t, runId, `${'例'.repeat(300)} ${i}\n`));
+      await t.ingest.appendEvents(runKey(PIPELINE, runId), [{ kind: 'tick', data: i }]);
+    }
+    const viewer = await open(t, runPath(runId, 'kinds=log'));
+    await viewer.waitFor(hasSeq(expected[expected.length - 1]!));
+    expect(seqs(viewer.events.filter((e) => e.event === 'log'))).toEqual(expected);
+  });
+
+  it('is told of entries retention removed before its cursor, then gets what remains of its kinds', async () => {
+    const t = await start({ replayBufferBytes: 0 });
+    const key: StreamKey = { type: 'topic', topic: 'trimmed' };
+    await t.ingest.appendEvents(
+      key,
+      Array.from({ length: 20 }, (_, i) => ({ kind: i % 2 === 0 ? 'even' : 'odd', data: i })),
+    );
+    await t.store.trimTopic('trimmed', { maxEntries: 10 });
+    const viewer = await open(t, topic('trimmed', 'kinds=even'), { 'Last-Event-ID': '3' });
+    await viewer.waitFor(hasSeq(19));
+    const gap = viewer.events.find((e) => e.event === 'gap');
+    expect(JSON.parse(gap!.data)).toEqual({ reason: 'retention', fromSeq: 4, toSeq: 10 });
+    expect(seqs(viewer.events.filter((e) => e.event === 'even'))).toEqual([11, 13, 15, 17, 19]);
+  });
+});
