@@ -53,7 +53,7 @@ export async function buildApp(
     clientErrorHandler,
   });
   limitConnectionsPerClient(app.server, settings.maxConnectionsPerClient);
-  registerBodyParsers(app);
+  registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
   registerOriginPolicy(app, settings);
   await registerSecurityHeaders(app);

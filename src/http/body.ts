@@ -45,6 +45,35 @@ function tooLarge(limit: number): TailwaterError {
 }
 
 /**
+ * The bytes of request bodies held at once, server-wide: each request's are counted as they
+ * arrive and given back when its answer is sent (or it is abandoned), since the parsed body
+ * lives that long.
+ */
+class BodyBudget {
+  private inFlight = 0;
+  private readonly held = new WeakMap<IncomingMessage, number>();
+
+  constructor(private readonly max: number) {}
+
+  take(raw: IncomingMessage, bytes: number): void {
+    if (this.inFlight + bytes > this.max) {
+      throw new TailwaterError(
+        'TW_SERVER_BUSY',
+        'The server is reading as much request data as it holds at once; retry shortly.',
+        { 'Retry-After': '5' },
+      );
+    }
+    this.inFlight += bytes;
+    this.held.set(raw, (this.held.get(raw) ?? 0) + bytes);
+  }
+
+  release(raw: IncomingMessage): void {
+    this.inFlight -= this.held.get(raw) ?? 0;
+    this.held.delete(raw);
+  }
+}
+
+/**
  * Reads a request body piece by piece, within the route's limit: a declared length over it is
  * refused before a byte is read, and a body that grows past it is refused as soon as it does.
  * `onChunk` may throw to stop early. What was not read is never read: the error handler closes
@@ -53,6 +82,7 @@ function tooLarge(limit: number): TailwaterError {
 function readBody(
   request: FastifyRequest,
   payload: IncomingMessage,
+  budget: BodyBudget,
   onChunk: (chunk: Buffer) => void,
 ): Promise<void> {
   const limit = request.routeOptions.bodyLimit ?? 0;
@@ -84,6 +114,7 @@ function readBody(
       received += chunk.length;
       if (received > limit) return stop(tooLarge(limit));
       try {
+        budget.take(request.raw, chunk.length);
         onChunk(chunk);
       } catch (error) {
         stop(error as Error);
@@ -103,14 +134,18 @@ function readBody(
  * before anything is built from it (docs/SECURITY.md); broken UTF-8 is refused instead of
  * silently turned into U+FFFD; malformed JSON gets Tailwater's own error code.
  */
-export function registerBodyParsers(app: FastifyInstance): void {
+export function registerBodyParsers(app: FastifyInstance, maxBodyBytesInFlight: number): void {
+  const budget = new BodyBudget(maxBodyBytesInFlight);
+  const release = async (request: FastifyRequest) => budget.release(request.raw);
+  app.addHook('onResponse', release);
+  app.addHook('onRequestAbort', release);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
     async (request: FastifyRequest, payload: IncomingMessage) => {
       const limits = (request.routeOptions.config as BodyConfig).json ?? DEFAULT_JSON_LIMITS;
       const reader = new BoundedJsonReader(limits);
-      await readBody(request, payload, (chunk) => reader.feed(chunk));
+      await readBody(request, payload, budget, (chunk) => reader.feed(chunk));
       return reader.finish();
     },
   );
@@ -118,7 +153,7 @@ export function registerBodyParsers(app: FastifyInstance): void {
     'text/plain',
     async (request: FastifyRequest, payload: IncomingMessage) => {
       const chunks: Buffer[] = [];
-      await readBody(request, payload, (chunk) => chunks.push(chunk));
+      await readBody(request, payload, budget, (chunk) => chunks.push(chunk));
       const body = Buffer.concat(chunks);
       checkUtf8(body);
       return new PlainText(body.toString('utf8'));

@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
   TW_TOO_MANY_STREAMS: 503,
   TW_TOO_MANY_SUBSCRIBERS: 503,
   TW_SHUTTING_DOWN: 503,
+  /** The server holds as much request data at once as maxBodyBytesInFlight allows. */
+  TW_SERVER_BUSY: 503,
   TW_STORE_UNAVAILABLE: 503,
   TW_INTERNAL: 500,
 } as const;

@@ -38,6 +38,12 @@ export const settingsSchema = z.strictObject({
   requestTimeoutSeconds: seconds.positive().default(30),
   /** How long an idle keep-alive connection is kept open between requests. */
   keepAliveTimeoutSeconds: seconds.positive().default(72),
+  /**
+   * Bytes of request bodies the server holds at once, being read or being stored: a body that
+   * would take more is refused (503, Retry-After), so many large batches at once cannot exhaust
+   * memory. At least one largest batch (about 67 MB) must fit.
+   */
+  maxBodyBytesInFlight: bytes.default(256 * MiB),
   /** Open connections one client (a remote address) may hold, streams and idle ones included. */
   maxConnectionsPerClient: positiveInt.default(256),
   /** Open streams one client may hold, so that no one client takes every stream slot. */

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import type { PartialSettings } from '../../src/model/settings.js';
@@ -610,3 +611,38 @@ describe('SSE reading of the hardened stream', () => {
     stream.close();
   });
 });
+
+describe('request bodies held at once', () => {
+  test('past maxBodyBytesInFlight a body is 503 TW_SERVER_BUSY, and the budget comes back when bodies are done', async () => {
+    const a = await live.start({ maxBodyBytesInFlight: 100_000 });
+    const { port } = new URL(a.url);
+    // A slow producer sends 80 KB of a 90 KB append, and holds it.
+    const slow = net.connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve) => slow.once('connect', resolve));
+    slow.write(
+      `POST ${RUN}/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 90000\r\n\r\n`,
+    );
+    slow.write(`${'x'.repeat(79_999)}\n`);
+    await expect.poll(async () => (await post(a, 30_000)).status).toBe(503);
+    const busy = await post(a, 30_000);
+    expect(busy.headers.get('retry-after')).toBe('5');
+    expect(await busy.json()).toMatchObject({ error: { code: 'TW_SERVER_BUSY' } });
+    // A small one still fits beside it.
+    expect((await post(a, 10_000)).status).toBe(200);
+    // The slow one finishes; its share is given back, and refused bodies kept none.
+    const answered = new Promise<string>((resolve) =>
+      slow.once('data', (d) => resolve(d.toString())),
+    );
+    slow.end(`${'y'.repeat(9_999)}\n`);
+    expect(await answered).toMatch(/^HTTP\/1\.1 200/);
+    for (let i = 0; i < 3; i += 1) expect((await post(a, 60_000)).status).toBe(200);
+  });
+});
+
+function post(a: TestApp, bytes: number) {
+  return fetch(`${a.url}${RUN}/logs`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain' },
+    body: `${'z'.repeat(bytes - 1)}\n`,
+  });
+}
