@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
 import {
   checkBrowserPrerequisites,
@@ -10,6 +10,7 @@ import {
   newPage,
   screenshot,
   seriousAxeViolations,
+  watchCspViolations,
 } from '../helpers/browser.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -82,6 +83,7 @@ describe('the dashboard in Chromium', () => {
   let browser: Browser | undefined;
   let page: Page;
   let dataDir: string;
+  let cspViolations: string[] = [];
 
   beforeAll(async () => {
     checkBrowserPrerequisites();
@@ -93,6 +95,12 @@ describe('the dashboard in Chromium', () => {
     expect(new URL(server.url).hostname).toBe('127.0.0.1');
     browser = await launchChromium();
     page = await newPage(browser, UI_TIMEOUT);
+    cspViolations = watchCspViolations(page);
+  });
+
+  afterEach(() => {
+    // Served with its Content-Security-Policy, the dashboard does all it does without a violation.
+    expect(cspViolations).toEqual([]);
   });
 
   afterAll(async () => {
