@@ -11,9 +11,12 @@ export class PlainText {
   constructor(readonly text: string) {}
 }
 
-/** What a route says of the JSON it takes (its `config.json`); the default suits small bodies. */
+/** What a route says of the bodies it takes (its `config`). */
 export interface BodyConfig {
+  /** The budget of its JSON bodies; the default suits small ones. */
   json?: JsonLimits;
+  /** An empty body, whatever its content type, is no body (a route that takes none). */
+  emptyBody?: boolean;
 }
 
 const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: MAX_JSON_DEPTH, maxValues: 50_000 };
@@ -84,7 +87,7 @@ function readBody(
   payload: IncomingMessage,
   budget: BodyBudget,
   onChunk: (chunk: Buffer) => void,
-): Promise<void> {
+): Promise<number> {
   const limit = request.routeOptions.bodyLimit ?? 0;
   checkCharset(request.headers['content-type']);
   const encoding = request.headers['content-encoding'];
@@ -107,7 +110,7 @@ function readBody(
         payload.pause();
         reject(error);
       } else {
-        resolve();
+        resolve(received);
       }
     };
     const onData = (chunk: Buffer) => {
@@ -143,9 +146,10 @@ export function registerBodyParsers(app: FastifyInstance, maxBodyBytesInFlight: 
   app.addContentTypeParser(
     'application/json',
     async (request: FastifyRequest, payload: IncomingMessage) => {
-      const limits = (request.routeOptions.config as BodyConfig).json ?? DEFAULT_JSON_LIMITS;
-      const reader = new BoundedJsonReader(limits);
-      await readBody(request, payload, budget, (chunk) => reader.feed(chunk));
+      const config = request.routeOptions.config as BodyConfig;
+      const reader = new BoundedJsonReader(config.json ?? DEFAULT_JSON_LIMITS);
+      const bytes = await readBody(request, payload, budget, (chunk) => reader.feed(chunk));
+      if (bytes === 0 && config.emptyBody) return undefined;
       return reader.finish();
     },
   );

@@ -3,12 +3,23 @@ import { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
 import { RUN_STATUSES } from '../model/run.js';
 import { parseBody } from './body.js';
+import type { BodyConfig } from './body.js';
 import type { AppDeps } from './deps.js';
 import { pageParams, pipelineParam, resolveRunId } from './params.js';
 
+/**
+ * A JSON object, taken as JSON.parse made it. Not z.record, which rebuilds the object and skips
+ * a key named `__proto__` (to keep its own output safe), so such a key would vanish unsaid;
+ * JSON.parse gives it as an ordinary key, and JSON.stringify writes it back.
+ */
+const jsonObject = z.custom<Record<string, unknown>>(
+  (value) => value !== null && typeof value === 'object' && !Array.isArray(value),
+  { message: 'Expected an object.' },
+);
+
 const putRunBody = z.object({
   status: z.enum(RUN_STATUSES),
-  meta: z.record(z.string(), z.unknown()).optional(),
+  meta: jsonObject.optional(),
 });
 
 type RunParams = { fqn: string; runId: string };
@@ -42,10 +53,10 @@ export async function runRoutes(
     return run;
   });
 
-  // Takes no body: what one holds is not read.
+  // Takes no body: what one holds is not used, and an empty one, of any type, is no body.
   app.post(
     '/api/v1/pipelines/:fqn/runs/:runId/cancel',
-    { bodyLimit: 1024 },
+    { bodyLimit: 1024, config: { emptyBody: true } satisfies BodyConfig },
     async (request, reply) => {
       const params = request.params as RunParams;
       const fqn = pipelineParam(params.fqn);

@@ -300,6 +300,17 @@ describe('runs', () => {
     expect(await list('?status=cancelled')).toEqual([]);
   });
 
+  test('a cancel sent with a JSON content type and no body is a cancel, not malformed JSON', async () => {
+    await putRun('r1', { status: 'running' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `${RUN_PATH('r1')}/cancel`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(202);
+    expect(res.json()).toMatchObject({ cancelRequested: true });
+  });
+
   test('a repeated cancel answers 202 again and writes nothing more', async () => {
     await putRun('r1', { status: 'running' });
     await t.app.inject({ method: 'POST', url: `${RUN_PATH('r1')}/cancel` });
