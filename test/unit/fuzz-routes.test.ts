@@ -787,18 +787,7 @@ interface StreamState {
 }
 
 function signature(entry: Entry): string {
-  return JSON.stringify([
-    entry.seq,
-    entry.time,
-    entry.kind,
-    entry.offset,
-    entry.text,
-    entry[RAW_DATA],
-    entry.step,
-    entry.correlationId,
-    entry.id,
-    entry.extra,
-  ]);
+  return `${entry.time} ${content(entry)}`;
 }
 
 function keyOfId(id: string): StreamKey {
