@@ -22,8 +22,10 @@ const WARMUP_ENTRIES = 200;
 /** Pads each frame to 1 KiB: `id: 1234\nevent: progress\ndata: {"seq":…,"pad":"…"}}\n\n`. */
 const PAD = 900;
 const FANOUT_TIMEOUT_MS = 20_000;
+/** What one measurement of measureFanout is, for other benchmarks' descriptions. */
+export const FANOUT = { viewers: VIEWERS, entries: ENTRIES, batch: BATCH, warmup: WARMUP_ENTRIES };
 
-interface Measured {
+export interface Measured {
   rates: number[];
   appendMs: number[];
   bytesPerEntry: number;
@@ -32,14 +34,28 @@ interface Measured {
   clientCpuPer1k: number;
 }
 
-type Target = { name: string } & ({ bare: BareOptions } | { tailwater: true });
+export type Target = { name: string } & (
+  | { bare: BareOptions }
+  /** A real `tailwater serve`: this checkout's, or another build's `bin`, with `env` added. */
+  | { tailwater: true; bin?: string; env?: Record<string, string> }
+);
 
-async function measure(target: Target, dir: string): Promise<Measured> {
+/**
+ * One server (fresh processes; `dir` must not hold another Tailwater's data) with VIEWERS
+ * viewers: a warm-up round, then `rounds` measured rounds.
+ */
+export async function measureFanout(
+  target: Target,
+  dir: string,
+  rounds = ROUNDS,
+): Promise<Measured> {
   let server: BareProc | TailwaterProc | undefined;
   let client: ViewerClient | undefined;
   try {
     const stream = await startStreamServer(
-      'bare' in target ? { bare: target.bare } : { tailwater: 'bench.fanout' },
+      'bare' in target
+        ? { bare: target.bare }
+        : { tailwater: 'bench.fanout', bin: target.bin, env: target.env },
       dir,
     );
     server = stream.server;
@@ -61,7 +77,7 @@ async function measure(target: Target, dir: string): Promise<Measured> {
     };
     const serverCpu = cpuMs(server.pid);
     const clientCpu = cpuMs(client.pid);
-    for (let round = 0; round < ROUNDS; round += 1) {
+    for (let round = 0; round < rounds; round += 1) {
       const reply = await run(ENTRIES);
       if (reply.complete !== reply.viewers) {
         throw new Error(
@@ -72,7 +88,7 @@ async function measure(target: Target, dir: string): Promise<Measured> {
       result.appendMs.push(reply.appendMs);
       result.bytesPerEntry = reply.bytesPerEntry;
     }
-    const deliveries = (ROUNDS * ENTRIES * VIEWERS) / 1000;
+    const deliveries = (rounds * ENTRIES * VIEWERS) / 1000;
     result.serverCpuPer1k = (cpuMs(server.pid) - serverCpu) / deliveries;
     result.clientCpuPer1k = (cpuMs(client.pid) - clientCpu) / deliveries;
     return result;
@@ -108,7 +124,9 @@ export async function benchFanout(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tailwater-bench-fanout-'));
   try {
     const results: Array<{ target: Target; measured: Measured }> = [];
-    for (const target of TARGETS) results.push({ target, measured: await measure(target, dir) });
+    for (const target of TARGETS) {
+      results.push({ target, measured: await measureFanout(target, dir) });
+    }
     const baseline = median(results[0]!.measured.rates);
     const rows: Row[] = results.map(({ target, measured }) => {
       const rate = median(measured.rates);

@@ -24,11 +24,17 @@ export const GC_ON_SIGNAL = [
   new URL('./gc-signal.mjs', import.meta.url).href,
 ];
 
-/** Settings every streaming benchmark gives the server: caps out of the way, no heartbeats. */
+/**
+ * Settings every streaming benchmark gives the server: caps out of the way (the per-client ones
+ * too: every viewer of a benchmark comes from 127.0.0.1), no heartbeats. A build that does not
+ * know a setting ignores its variable.
+ */
 export const STREAM_ENV: Record<string, string> = {
   TAILWATER_MAX_ACTIVE_CONNECTIONS: '20000',
   TAILWATER_MAX_SUBSCRIBERS_PER_STREAM: '20000',
   TAILWATER_MAX_ACTIVE_STREAMS: '1000',
+  TAILWATER_MAX_CONNECTIONS_PER_CLIENT: '20000',
+  TAILWATER_MAX_STREAMS_PER_CLIENT: '20000',
   TAILWATER_HEARTBEAT_SECONDS: '3600',
 };
 
@@ -109,15 +115,33 @@ export interface TailwaterProc extends Proc {
   port: number;
 }
 
+export interface TailwaterOptions {
+  /** Another build's `bin/tailwater` (default: this checkout's, or BENCH_TAILWATER_BIN). */
+  bin?: string;
+  /** false: the server's default settings, without STREAM_ENV (default true). */
+  streamEnv?: boolean;
+}
+
 /** A real `tailwater serve` on a free loopback port. */
 export async function startTailwater(
   dataDir: string,
   env: Record<string, string> = {},
   nodeFlags: string[] = [],
+  options: TailwaterOptions = {},
 ): Promise<TailwaterProc> {
   const child = spawnNode(
-    [...nodeFlags, BIN, 'serve', '--port', '0', '--data', dataDir, '--log-level', 'warn'],
-    { env: { ...STREAM_ENV, ...env } },
+    [
+      ...nodeFlags,
+      options.bin ?? BIN,
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      dataDir,
+      '--log-level',
+      'warn',
+    ],
+    { env: { ...(options.streamEnv === false ? {} : STREAM_ENV), ...env } },
   );
   const proc = asProc(child);
   try {
@@ -304,9 +328,12 @@ export interface StreamServer {
   path: string;
 }
 
-/** The bare writer, or a real `tailwater serve` with the run `pipeline`/r1 as the stream. */
+/**
+ * The bare writer, or a real `tailwater serve` with the run `pipeline`/r1 as the stream (of
+ * another build with `bin`, with `env` beside STREAM_ENV).
+ */
 export async function startStreamServer(
-  target: { bare: BareOptions } | { tailwater: string },
+  target: { bare: BareOptions } | { tailwater: string; bin?: string; env?: Record<string, string> },
   dir: string,
 ): Promise<StreamServer> {
   if ('bare' in target) {
@@ -318,7 +345,7 @@ export async function startStreamServer(
       path: '/stream',
     };
   }
-  const tailwater = await startTailwater(join(dir, 'data'));
+  const tailwater = await startTailwater(join(dir, 'data'), target.env, [], { bin: target.bin });
   const run = `/api/v1/pipelines/${target.tailwater}/runs/r1`;
   return {
     server: tailwater,

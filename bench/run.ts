@@ -1,6 +1,7 @@
 /** `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`). */
 import { benchDashboard } from './dashboard.js';
 import { benchFanout } from './fanout.js';
+import { benchHardening } from './hardening.js';
 import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
@@ -11,6 +12,7 @@ const benches: Record<string, () => Promise<void>> = {
   latency: benchLatency,
   'idle-memory': benchIdleMemory,
   dashboard: benchDashboard,
+  hardening: benchHardening,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {
