@@ -25,7 +25,10 @@ CREATE TABLE IF NOT EXISTS runs (
   meta             TEXT    NOT NULL DEFAULT '{}',
   PRIMARY KEY (pipeline, run_id)
 );
-CREATE INDEX IF NOT EXISTS runs_newest ON runs (pipeline, created_at DESC);
+-- Runs of a pipeline in creation (rowid) order, all or by status: pages are index walks.
+DROP INDEX IF EXISTS runs_newest;
+CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (pipeline, status);
 CREATE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id);
 
 CREATE TABLE IF NOT EXISTS entries (

@@ -92,75 +92,86 @@ const RUN_COLUMNS = `r.id, r.pipeline, r.run_id, r.stream_id, r.status, r.cancel
   r.started_at, r.ended_at, r.meta, s.last_seq, s.log_bytes, r.rowid AS position`;
 const ENTRY_COLUMNS = `seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra`;
 
+/**
+ * Every query that reads, by name. Each is an index search bounded by what it returns (the
+ * plans are checked in sqlite.test.ts): SQLite would otherwise prefer walking the primary key
+ * for `ORDER BY seq`, which on a long stream is a scan, hence the INDEXED BY.
+ */
+export const READ_SQL = {
+  streamByKey: 'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
+  streamById: 'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
+  entryByProducerId: `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND producer_id = ?`,
+  readEntries: `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+  /** Entries of one kind other than log text, after a cursor. */
+  kindAfter: `SELECT ${ENTRY_COLUMNS} FROM entries INDEXED BY entries_kind
+    WHERE stream_id = ? AND kind = ? AND log_offset IS NULL AND seq > ? ORDER BY seq`,
+  /** Log entries from a byte offset on. */
+  logFrom: `SELECT ${ENTRY_COLUMNS} FROM entries INDEXED BY entries_log_offset
+    WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset`,
+  kindNewestFirst: `SELECT seq FROM entries INDEXED BY entries_kind
+    WHERE stream_id = ? AND kind = ? AND log_offset IS NULL ORDER BY seq DESC`,
+  logNewestFirst: `SELECT seq FROM entries INDEXED BY entries_log_offset
+    WHERE stream_id = ? AND log_offset IS NOT NULL ORDER BY log_offset DESC`,
+  firstLogAtOrAfter: `SELECT seq, log_offset FROM entries INDEXED BY entries_log_offset
+    WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset LIMIT 1`,
+  logRange: `SELECT log_offset, body, time FROM entries INDEXED BY entries_log_offset
+    WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
+  logChunkStartBefore: `SELECT max(log_offset) AS start FROM entries
+    WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
+  nthLatest: 'SELECT seq FROM entries WHERE stream_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?',
+  timeAtOrAfter:
+    'SELECT seq, time FROM entries WHERE stream_id = ? AND seq >= ? ORDER BY seq LIMIT 1',
+  getRun: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+    WHERE r.pipeline = ? AND r.run_id = ?`,
+  latestRun: `SELECT ${RUN_COLUMNS} FROM pipelines p JOIN runs r ON r.id = p.last_run
+    JOIN streams s ON s.id = r.stream_id WHERE p.fqn = ?`,
+  listRuns: `SELECT ${RUN_COLUMNS} FROM runs r INDEXED BY runs_by_pipeline
+    JOIN streams s ON s.id = r.stream_id
+    WHERE r.pipeline = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
+  listRunsByStatus: `SELECT ${RUN_COLUMNS} FROM runs r INDEXED BY runs_by_status
+    JOIN streams s ON s.id = r.stream_id
+    WHERE r.pipeline = ? AND r.status = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
+  pipelines: `SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
+    LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
+    WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
+  pipelineById: 'SELECT fqn FROM pipelines WHERE id = ?',
+  runsByRunIdOrId: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+    WHERE r.run_id = ? OR r.id = ? ORDER BY r.rowid DESC LIMIT 10`,
+  // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
+  topicKeys: 'SELECT key FROM streams WHERE key > ? AND key < ? ORDER BY key LIMIT ?',
+} as const;
+
 /** The statements that read, prepared on each connection. */
 function readStatements(db: Database.Database) {
+  const q = READ_SQL;
   return {
-    streamByKey: db.prepare<[string], StreamRow>(
-      'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
-    ),
-    streamById: db.prepare<[number], StreamRow>(
-      'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
-    ),
-    entryByProducerId: db.prepare<[number, string], EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND producer_id = ?`,
-    ),
-    readEntries: db.prepare<[number, number, number], EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-    ),
+    streamByKey: db.prepare<[string], StreamRow>(q.streamByKey),
+    streamById: db.prepare<[number], StreamRow>(q.streamById),
+    entryByProducerId: db.prepare<[number, string], EntryRow>(q.entryByProducerId),
+    readEntries: db.prepare<[number, number, number], EntryRow>(q.readEntries),
     firstLogAtOrAfter: db.prepare<[number, number], { seq: number; log_offset: number }>(
-      `SELECT seq, log_offset FROM entries WHERE stream_id = ? AND log_offset >= ?
-        ORDER BY log_offset LIMIT 1`,
+      q.firstLogAtOrAfter,
     ),
     logRange: db.prepare<
       [number, number, number],
       { log_offset: number; body: string; time: number }
-    >(
-      `SELECT log_offset, body, time FROM entries
-        WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
-    ),
+    >(q.logRange),
     logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
-      `SELECT max(log_offset) AS start FROM entries
-        WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
+      q.logChunkStartBefore,
     ),
-    nthLatest: db.prepare<[number, number], { seq: number }>(
-      'SELECT seq FROM entries WHERE stream_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?',
-    ),
-    getRun: db.prepare<[string, string], RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-        WHERE r.pipeline = ? AND r.run_id = ?`,
-    ),
-    latestRun: db.prepare<[string], RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM pipelines p JOIN runs r ON r.id = p.last_run
-        JOIN streams s ON s.id = r.stream_id WHERE p.fqn = ?`,
-    ),
-    listRuns: db.prepare<[string, number, number], RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-        WHERE r.pipeline = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
-    ),
-    listRunsByStatus: db.prepare<[string, string, number, number], RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-        WHERE r.pipeline = ? AND r.status = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
-    ),
+    nthLatest: db.prepare<[number, number], { seq: number }>(q.nthLatest),
+    timeAtOrAfter: db.prepare<[number, number], { seq: number; time: number }>(q.timeAtOrAfter),
+    getRun: db.prepare<[string, string], RunRow>(q.getRun),
+    latestRun: db.prepare<[string], RunRow>(q.latestRun),
+    listRuns: db.prepare<[string, number, number], RunRow>(q.listRuns),
+    listRunsByStatus: db.prepare<[string, string, number, number], RunRow>(q.listRunsByStatus),
     pipelines: db.prepare<
       [string, number],
       Partial<RunRow> & { fqn: string; pid: string; runs: number }
-    >(
-      `SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
-        LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
-        WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
-    ),
-    pipelineById: db.prepare<[string], { fqn: string }>('SELECT fqn FROM pipelines WHERE id = ?'),
-    runsByRunIdOrId: db.prepare<[string, string], RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-        WHERE r.run_id = ? OR r.id = ? ORDER BY r.rowid DESC LIMIT 10`,
-    ),
-    // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
-    topicKeys: db.prepare<[string, string, number], { key: string }>(
-      'SELECT key FROM streams WHERE key > ? AND key < ? ORDER BY key LIMIT ?',
-    ),
-    firstSeqAtOrAfter: db.prepare<[number, number], { seq: number }>(
-      'SELECT seq FROM entries WHERE stream_id = ? AND time >= ? ORDER BY seq LIMIT 1',
-    ),
+    >(q.pipelines),
+    pipelineById: db.prepare<[string], { fqn: string }>(q.pipelineById),
+    runsByRunIdOrId: db.prepare<[string, string], RunRow>(q.runsByRunIdOrId),
+    topicKeys: db.prepare<[string, string, number], { key: string }>(q.topicKeys),
   };
 }
 
@@ -289,22 +300,17 @@ export class SqliteStore implements Store {
   }
 
   async listPipelines(page: PageRequest): Promise<Page<PipelineSummary>> {
-    const after = page.after ?? '';
-    const rows = this.r.pipelines.all(after, page.limit + 1);
-    const items: PipelineSummary[] = [];
-    let metaBytes = 0;
-    for (const row of rows.slice(0, page.limit)) {
-      if (items.length > 0 && metaBytes >= PAGE_META_BYTES) break;
-      metaBytes += row.meta?.length ?? 0;
-      items.push({
+    const rows = this.r.pipelines.iterate(page.after ?? '', page.limit + 1);
+    const { items, more } = takePage(rows, page.limit, (row) => row.meta?.length ?? 0);
+    return {
+      items: items.map((row) => ({
         fqn: row.fqn,
         id: row.pid,
         runs: row.runs,
         lastRun: row.id === null || row.id === undefined ? null : runFromRow(row as RunRow),
-      });
-    }
-    const more = items.length < rows.length;
-    return { items, next: more ? items[items.length - 1]!.fqn : undefined };
+      })),
+      next: more ? items[items.length - 1]!.fqn : undefined,
+    };
   }
 
   async pipelineById(id: string): Promise<string | undefined> {
@@ -314,19 +320,11 @@ export class SqliteStore implements Store {
   async listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
     const before = page.after === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(page.after);
     const rows = page.status
-      ? this.r.listRunsByStatus.all(pipeline, page.status, before, page.limit + 1)
-      : this.r.listRuns.all(pipeline, before, page.limit + 1);
-    const items: Run[] = [];
-    let metaBytes = 0;
-    let last: RunRow | undefined;
-    for (const row of rows.slice(0, page.limit)) {
-      if (items.length > 0 && metaBytes >= PAGE_META_BYTES) break;
-      metaBytes += row.meta.length;
-      items.push(runFromRow(row));
-      last = row;
-    }
-    const more = items.length < rows.length;
-    return { items, next: more && last ? String(last.position) : undefined };
+      ? this.r.listRunsByStatus.iterate(pipeline, page.status, before, page.limit + 1)
+      : this.r.listRuns.iterate(pipeline, before, page.limit + 1);
+    const { items, more } = takePage(rows, page.limit, (row) => row.meta.length);
+    const last = items[items.length - 1];
+    return { items: items.map(runFromRow), next: more && last ? String(last.position) : undefined };
   }
 
   /**
@@ -598,22 +596,14 @@ export class SqliteStore implements Store {
     for (const kind of new Set(kinds)) {
       sources.push(
         this.reader
-          .prepare<[number, string, number], EntryRow>(
-            `SELECT ${ENTRY_COLUMNS} FROM entries
-              WHERE stream_id = ? AND kind = ? AND log_offset IS NULL AND seq > ? ORDER BY seq`,
-          )
+          .prepare<[number, string, number], EntryRow>(READ_SQL.kindAfter)
           .iterate(sid, kind, after),
       );
       if (kind === LOG_KIND) {
         const from = this.firstLogOffsetAfter(sid, after);
         if (from !== undefined) {
           sources.push(
-            this.reader
-              .prepare<[number, number], EntryRow>(
-                `SELECT ${ENTRY_COLUMNS} FROM entries
-                  WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset`,
-              )
-              .iterate(sid, from),
+            this.reader.prepare<[number, number], EntryRow>(READ_SQL.logFrom).iterate(sid, from),
           );
         }
       }
@@ -658,20 +648,12 @@ export class SqliteStore implements Store {
     for (const kind of new Set(kinds)) {
       sources.push(
         this.reader
-          .prepare<[number, string], { seq: number }>(
-            `SELECT seq FROM entries WHERE stream_id = ? AND kind = ? AND log_offset IS NULL
-              ORDER BY seq DESC`,
-          )
+          .prepare<[number, string], { seq: number }>(READ_SQL.kindNewestFirst)
           .iterate(sid, kind),
       );
       if (kind === LOG_KIND) {
         sources.push(
-          this.reader
-            .prepare<[number], { seq: number }>(
-              `SELECT seq FROM entries WHERE stream_id = ? AND log_offset IS NOT NULL
-                ORDER BY log_offset DESC`,
-            )
-            .iterate(sid),
+          this.reader.prepare<[number], { seq: number }>(READ_SQL.logNewestFirst).iterate(sid),
         );
       }
     }
@@ -730,8 +712,7 @@ export class SqliteStore implements Store {
     let cut = row.first_seq;
     if (policy.maxEntries > 0) cut = Math.max(cut, row.last_seq - policy.maxEntries + 1);
     if (policy.olderThanMs !== undefined) {
-      const keep = this.r.firstSeqAtOrAfter.get(sid, policy.olderThanMs);
-      cut = Math.max(cut, keep ? keep.seq : row.last_seq + 1);
+      cut = Math.max(cut, this.firstSeqAtOrAfter(sid, row, policy.olderThanMs));
     }
     let removed = 0;
     // Small transactions with a turn of the event loop between them, so appends, fan-out and
@@ -748,6 +729,22 @@ export class SqliteStore implements Store {
       );
     }
     return { removed, firstSeq: cut };
+  }
+
+  /**
+   * The first seq written at or after `time`, or lastSeq + 1: a binary search over seqs (times
+   * do not go back within a stream), ~20 probes however many entries are older.
+   */
+  private firstSeqAtOrAfter(sid: number, stream: StreamRow, time: number): number {
+    let lo = stream.first_seq;
+    let hi = stream.last_seq + 1;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const entry = this.r.timeAtOrAfter.get(sid, mid);
+      if (!entry || entry.time >= time) hi = entry ? Math.min(mid, entry.seq) : mid;
+      else lo = entry.seq + 1;
+    }
+    return lo;
   }
 
   async close(): Promise<void> {
@@ -843,6 +840,28 @@ function migrate(db: Database.Database): void {
       insert.run(pipeline, pipelineId(pipeline), runs, last.get(pipeline)!.id);
     }
   })();
+}
+
+/**
+ * Up to `limit` rows, stepping through them (never fetching more than it keeps), stopping early
+ * once they weigh PAGE_META_BYTES; `more` says whether a row was left.
+ */
+function takePage<T>(
+  rows: IterableIterator<T>,
+  limit: number,
+  weight: (row: T) => number,
+): { items: T[]; more: boolean } {
+  const items: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (items.length === limit || (items.length > 0 && bytes >= PAGE_META_BYTES)) {
+      rows.return?.();
+      return { items, more: true };
+    }
+    bytes += weight(row);
+    items.push(row);
+  }
+  return { items, more: false };
 }
 
 /** A runs page cursor is a run's position in creation order. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { topicKey } from '../../src/model/stream-key.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { READ_SQL, SqliteStore } from '../../src/store/sqlite.js';
 import type { SqliteStoreOptions } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
 import { runStoreContract } from './store.contract.js';
@@ -129,6 +129,58 @@ describe('SqliteStore', () => {
       ['b.pipeline', 1, 'r1'],
     ]);
     expect((await reopened.latestRun('a.pipeline'))?.runId).toBe('r2');
+  });
+
+  it('reads only by index: no query scans a table or sorts what it found', async () => {
+    const { file } = await openTemp();
+    const db = new Database(file, { readonly: true });
+    try {
+      for (const [name, sql] of Object.entries(READ_SQL)) {
+        const params = (sql.match(/\?/g) ?? []).map(() => 1);
+        const plan = db
+          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(...params)
+          .map((row) => row.detail);
+        expect(plan.join(' | '), name).not.toMatch(/\bSCAN\b/);
+        // Runs matched by run id or UUID are a handful; nothing else may need a sort.
+        if (name !== 'runsByRunIdOrId') expect(plan.join(' | '), name).not.toMatch(/TEMP B-TREE/);
+      }
+      const planOf = (sql: string) =>
+        db
+          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(...(sql.match(/\?/g) ?? []).map(() => 1))
+          .map((row) => row.detail)
+          .join(' | ');
+      expect(planOf(READ_SQL.kindAfter)).toMatch(
+        /USING INDEX entries_kind \(stream_id=\? AND kind=\? AND seq>\?\)/,
+      );
+      expect(planOf(READ_SQL.kindNewestFirst)).toMatch(/entries_kind \(stream_id=\? AND kind=\?\)/);
+      expect(planOf(READ_SQL.listRunsByStatus)).toMatch(
+        /runs_by_status \(pipeline=\? AND status=\? AND rowid<\?\)/,
+      );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('trims a topic by age at the first entry young enough, found by a search rather than a walk', async () => {
+    const { store } = await openTemp();
+    const key = topicKey('aged');
+    const times: number[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      const [seq] = (await store.appendEvents(key, [{ kind: 'k', data: i }])).seqs;
+      const [entry] = await store.readEntries(key, { afterSeq: seq! - 1, limit: 1 });
+      times.push(Date.parse(entry!.time));
+      if (i % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    const cutoff = times[25]!;
+    const firstKept = times.findIndex((time) => time >= cutoff) + 1;
+    const result = await store.trimTopic('aged', { maxEntries: 0, olderThanMs: cutoff });
+    expect(result.firstSeq).toBe(firstKept);
+    expect(result.removed).toBe(firstKept - 1);
+    expect(
+      (await store.trimTopic('aged', { maxEntries: 0, olderThanMs: Date.now() + 1000 })).firstSeq,
+    ).toBe(51);
   });
 
   it('puts its database file in WAL mode, as another connection sees it', async () => {
