@@ -56,7 +56,7 @@ export async function buildApp(
   registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
   registerOriginPolicy(app, settings);
-  await registerSecurityHeaders(app);
+  registerSecurityHeaders(app);
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);
   await app.register(runRoutes, deps);

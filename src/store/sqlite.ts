@@ -12,6 +12,7 @@ import type { PipelineSummary, Run, RunStatus, RunSummary } from '../model/run.j
 import { isTerminal } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, streamId, topicKey } from '../model/stream-key.js';
+import { WalCheckpointer } from './sqlite-checkpointer.js';
 import { SCHEMA } from './sqlite-schema.js';
 import type {
   AppendEventsResult,
@@ -233,6 +234,9 @@ export class SqliteStore implements Store {
   private queue: Promise<void> = Promise.resolve();
   /** An in-memory database has no second connection, so its writes never pause. */
   private readonly sliced: boolean;
+  private readonly checkpointer: WalCheckpointer | undefined;
+  /** Bytes the write in progress has inserted, for the checkpointer. */
+  private writtenBytes = 0;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -247,7 +251,14 @@ export class SqliteStore implements Store {
     migrate(this.db);
     this.sliced = path !== ':memory:';
     this.reader = this.sliced ? new Database(path, { readonly: true }) : this.db;
-    if (this.sliced) this.reader.pragma('busy_timeout = 5000');
+    if (this.sliced) {
+      this.reader.pragma('busy_timeout = 5000');
+      // Checkpoints run on a thread of their own, not inside a COMMIT (sqlite-checkpointer.ts).
+      this.db.pragma('wal_autocheckpoint = 0');
+      this.checkpointer = new WalCheckpointer(path, () => {
+        if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+      });
+    }
     this.w = readStatements(this.db);
     this.write_ = writeStatements(this.db);
     this.r = this.sliced ? readStatements(this.reader) : this.w;
@@ -558,6 +569,7 @@ export class SqliteStore implements Store {
         entry.body,
         entry.extra ?? null,
       );
+      this.writtenBytes += entry.body.length;
       seqs.push(seq);
       yield;
     }
@@ -749,6 +761,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     await this.queue;
+    await this.checkpointer?.close();
     if (this.reader !== this.db && this.reader.open) this.reader.close();
     if (this.db.open) this.db.close();
   }
@@ -773,12 +786,15 @@ export class SqliteStore implements Store {
           const step = steps.next();
           if (step.done) {
             this.write_.commit.run();
+            this.checkpointer?.committed(this.writtenBytes);
+            this.writtenBytes = 0;
             return step.value;
           }
           if (this.sliced && slice.due) await slice.next();
         }
       } catch (error) {
         if (this.db.inTransaction) this.write_.rollback.run();
+        this.writtenBytes = 0;
         this.streamIds.clear();
         throw error;
       }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,6 +182,25 @@ describe('SqliteStore', () => {
     expect(
       (await store.trimTopic('aged', { maxEntries: 0, olderThanMs: Date.now() + 1000 })).firstSeq,
     ).toBe(51);
+  });
+
+  it('checkpoints the WAL into the database file on its own, so the WAL is reused, not grown', async () => {
+    const { store, file } = await openTemp();
+    const key = topicKey('bulk');
+    const blob = 'w'.repeat(50_000);
+    const batch = Array.from({ length: 100 }, () => ({ kind: 'k', data: blob })); // ~5 MB
+    const walSizes: number[] = [];
+    for (let i = 0; i < 8; i += 1) {
+      await store.appendEvents(key, batch);
+      // The checkpointer copies what the batch wrote into the database file, off this thread.
+      await expect
+        .poll(() => statSync(file).size, { timeout: 5000 })
+        .toBeGreaterThan((i + 1) * 4_500_000);
+      walSizes.push(statSync(`${file}-wal`).size);
+    }
+    // 40 MB written, and the WAL never held much more than one batch: it starts over each time.
+    expect(Math.max(...walSizes)).toBeLessThan(15_000_000);
+    expect((await store.bounds(key)).lastSeq).toBe(800);
   });
 
   it('puts its database file in WAL mode, as another connection sees it', async () => {
