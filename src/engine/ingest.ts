@@ -94,42 +94,40 @@ export class Ingest {
 
   /** The event as it will be stored: names checked and normalized, data within its size. */
   private checkEvent(event: NewEvent, index: number): NewEvent {
-    const at = `events[${index}]`;
-    const checked: NewEvent = {
-      ...event,
-      kind: named(at, () => validateEventKind(event.kind)),
-      step: event.step === undefined ? undefined : validateLabel(`${at}.step`, event.step),
-      correlationId:
-        event.correlationId === undefined
-          ? undefined
-          : validateLabel(`${at}.correlationId`, event.correlationId),
-      id: event.id === undefined ? undefined : validateProducerId(`${at}.id`, event.id),
-      dataJson: event.dataJson ?? JSON.stringify(event.data ?? null),
-    };
-    const size = Buffer.byteLength(checked.dataJson!, 'utf8');
+    // Where the event is, for messages; built only when there is one to write.
+    const at = (field = '') => `events[${index}]${field}`;
+    let kind: string;
+    try {
+      kind = validateEventKind(event.kind);
+    } catch (error) {
+      if (error instanceof TailwaterError)
+        throw new TailwaterError(error.code, `${at()}: ${error.message}`);
+      throw error;
+    }
+    const dataJson = event.dataJson ?? JSON.stringify(event.data ?? null);
+    const size = Buffer.byteLength(dataJson, 'utf8');
     if (size > this.settings.maxEventBytes) {
       throw new TailwaterError(
         'TW_EVENT_TOO_LARGE',
-        `${at}: data exceeds ${this.settings.maxEventBytes} bytes (was ${size}).`,
+        `${at()}: data exceeds ${this.settings.maxEventBytes} bytes (was ${size}).`,
       );
     }
-    return checked;
+    return {
+      kind,
+      data: event.data,
+      dataJson,
+      step: event.step === undefined ? undefined : validateLabel(at('.step'), event.step),
+      correlationId:
+        event.correlationId === undefined
+          ? undefined
+          : validateLabel(at('.correlationId'), event.correlationId),
+      id: event.id === undefined ? undefined : validateProducerId(at('.id'), event.id),
+      extra: event.extra,
+    };
   }
 
   private ring<T extends { written: Written[] }>(result: T): T {
     for (const { key, seq } of result.written) this.bus.notify(streamId(key), seq);
     return result;
-  }
-}
-
-/** Runs a check whose error message does not say where, and says where. */
-function named<T>(at: string, check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (error instanceof TailwaterError) {
-      throw new TailwaterError(error.code, `${at}: ${error.message}`);
-    }
-    throw error;
   }
 }

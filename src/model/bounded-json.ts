@@ -68,6 +68,13 @@ const enum Mode {
   /** A number, `true`, `false` or `null`: read to its end, judged by JSON.parse. */
   Literal,
   Done,
+  /**
+   * Inside an object or array that is a raw field's value: only nesting and string bounds
+   * matter there (JSON.parse judges the text whole), so a tight loop walks it (`skip`).
+   */
+  Skip,
+  SkipString,
+  SkipEscape,
 }
 
 const OBJECT = 1;
@@ -121,6 +128,8 @@ export class BoundedJsonReader {
   private itemKey: string | undefined;
   private listKeySeen = false;
 
+  /** Nesting within a raw field's value, while skipping it. */
+  private skipDepth = 0;
   private inList = false;
   private listOpen = -1;
   private listClose = -1;
@@ -128,8 +137,15 @@ export class BoundedJsonReader {
   private readonly items: ItemSpan[] = [];
   private inField = false;
 
+  /** The keys that matter: the list's at the top, the raw field in an item. */
+  private readonly wantedKeys: ReadonlyArray<{ name: string; bytes: Buffer }>;
+
   constructor(private readonly limits: JsonLimits) {
     this.stack = new Uint8Array(limits.maxDepth + 2);
+    const names = [limits.list?.key, limits.list?.rawField].filter(
+      (name): name is string => name !== undefined,
+    );
+    this.wantedKeys = names.map((name) => ({ name, bytes: Buffer.from(name, 'utf8') }));
   }
 
   /** Takes the next piece of the body. */
@@ -144,8 +160,8 @@ export class BoundedJsonReader {
           if (c === QUOTE) this.endString(at);
           else if (c === BACKSLASH) this.mode = Mode.StringEscape;
           else if (this.capturing) this.keep(c);
-          // String bodies are most of a body's bytes: jump to the next quote or backslash.
-          else i = nextSpecial(chunk, i) - 1;
+          // Most strings are short: look a few bytes ahead here; a long one, indexOf jumps.
+          else i = stringEnd(chunk, i) - 1;
           break;
         case Mode.StringEscape:
           this.mode = Mode.String;
@@ -188,6 +204,11 @@ export class BoundedJsonReader {
           break;
         case Mode.Done:
           if (!isSpace(c)) throw syntax('unexpected text after the JSON value', at);
+          break;
+        case Mode.Skip:
+        case Mode.SkipString:
+        case Mode.SkipEscape:
+          i = this.skip(chunk, i, base);
           break;
       }
     }
@@ -250,6 +271,12 @@ export class BoundedJsonReader {
       if (this.itemKey === this.limits.list?.rawField) {
         this.inField = true;
         this.item.fieldStart = at;
+        if (c === 0x7b || c === 0x5b) {
+          this.skipDepth = 1;
+          this.checkDepth(this.depth + 1);
+          this.mode = Mode.Skip;
+          return;
+        }
       }
     }
     if (c === 0x7b) this.open(OBJECT, at);
@@ -259,14 +286,54 @@ export class BoundedJsonReader {
     else throw syntax(`unexpected ${describe(c)}`, at);
   }
 
-  private open(type: number, at: number): void {
-    this.depth += 1;
-    if (this.depth > this.limits.maxDepth) {
+  private checkDepth(depth: number): void {
+    if (depth > this.limits.maxDepth) {
       throw new TailwaterError(
         'TW_BAD_JSON',
         `The JSON body nests deeper than ${this.limits.maxDepth} levels.`,
       );
     }
+  }
+
+  /**
+   * Walks a raw field's object or array from `from` to its end (or the chunk's), tracking only
+   * nesting and strings; a bracket of the wrong kind is left for JSON.parse of the field to find.
+   * Returns the index of the last byte it took.
+   */
+  private skip(chunk: Buffer, from: number, base: number): number {
+    let mode = this.mode;
+    let depth = this.skipDepth;
+    for (let i = from; i < chunk.length; i += 1) {
+      const c = chunk[i]!;
+      if (mode === Mode.Skip) {
+        if (c === QUOTE) {
+          mode = Mode.SkipString;
+        } else if (c === 0x7b || c === 0x5b) {
+          depth += 1;
+          this.checkDepth(this.depth + depth);
+        } else if (c === 0x7d || c === 0x5d) {
+          depth -= 1;
+          if (depth === 0) {
+            this.skipDepth = 0;
+            this.endValue(base + i + 1);
+            return i;
+          }
+        }
+      } else if (mode === Mode.SkipString) {
+        if (c === QUOTE) mode = Mode.Skip;
+        else if (c === BACKSLASH) mode = Mode.SkipEscape;
+      } else {
+        mode = Mode.SkipString;
+      }
+    }
+    this.mode = mode;
+    this.skipDepth = depth;
+    return chunk.length - 1;
+  }
+
+  private open(type: number, at: number): void {
+    this.depth += 1;
+    this.checkDepth(this.depth);
     this.stack[this.depth] = type;
     if (
       type === ARRAY &&
@@ -329,9 +396,24 @@ export class BoundedJsonReader {
     }
   }
 
+  /**
+   * The key just read if it is one the reader looks for (the list's, or the raw field), else ''.
+   * Compared byte for byte; only a key spelt with escapes is decoded first.
+   */
   private decodeKey(at: number): string {
-    const raw = Buffer.from(this.keyBytes).toString('utf8');
-    return this.keyEscaped ? (parse(`"${raw}"`, at) as string) : raw;
+    if (this.keyEscaped) {
+      const key = parse(`"${Buffer.from(this.keyBytes).toString('utf8')}"`, at);
+      return this.wantedKeys.find((wanted) => wanted.name === key)?.name ?? '';
+    }
+    for (const wanted of this.wantedKeys) {
+      if (wanted.bytes.length !== this.keyBytes.length) continue;
+      let same = true;
+      for (let i = 0; i < wanted.bytes.length && same; i += 1) {
+        same = wanted.bytes[i] === this.keyBytes[i];
+      }
+      if (same) return wanted.name;
+    }
+    return '';
   }
 
   /** A value ended just before `end`; `depth` is that of the container holding it. */
@@ -366,12 +448,24 @@ export class BoundedJsonReader {
   }
 }
 
+/** Where a string's plain run starting at `i` ends: the next quote or backslash, or the end. */
+function stringEnd(chunk: Buffer, i: number): number {
+  const stop = Math.min(chunk.length, i + 32);
+  let j = i + 1;
+  while (j < stop) {
+    const c = chunk[j]!;
+    if (c === QUOTE || c === BACKSLASH) return j;
+    j += 1;
+  }
+  return j === chunk.length ? j : nextSpecial(chunk, j);
+}
+
 /** The index of the next quote or backslash at or after `i` (or the chunk's end). */
 function nextSpecial(chunk: Buffer, i: number): number {
   const quote = chunk.indexOf(QUOTE, i);
   const slash = chunk.indexOf(BACKSLASH, i);
   const end = quote < 0 ? chunk.length : quote;
-  return Math.max(slash < 0 ? end : Math.min(end, slash), i + 1);
+  return slash < 0 ? end : Math.min(end, slash);
 }
 
 function describe(c: number): string {
@@ -390,18 +484,15 @@ function parse(text: string, offset: number): unknown {
   }
 }
 
-/** One list item parsed, its raw field (if any) kept as text and checked to be JSON. */
+/**
+ * One list item parsed, its raw field (if any) kept as the text it was sent as. Parsing the
+ * whole item checks the field's text too; what JSON.parse built of it is let go.
+ */
 function parseItem(body: Buffer, span: ItemSpan, rawField: string | undefined): unknown {
-  if (rawField === undefined || span.fieldStart < 0) {
-    return parse(body.toString('utf8', span.start, span.end), span.start);
-  }
-  const text =
-    body.toString('utf8', span.start, span.fieldStart) +
-    '0' +
-    body.toString('utf8', span.fieldEnd, span.end);
-  const item = parse(text, span.start) as Record<string, unknown>;
-  const raw = body.toString('utf8', span.fieldStart, span.fieldEnd);
-  parse(raw, span.fieldStart); // checked, then let go: nothing is built from it
-  item[rawField] = new RawJson(raw);
+  const item = parse(body.toString('utf8', span.start, span.end), span.start);
+  if (rawField === undefined || span.fieldStart < 0) return item;
+  (item as Record<string, unknown>)[rawField] = new RawJson(
+    body.toString('utf8', span.fieldStart, span.fieldEnd),
+  );
   return item;
 }

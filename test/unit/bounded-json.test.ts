@@ -105,6 +105,32 @@ describe('BoundedJsonReader without a list', () => {
     );
   });
 
+  test('strings of any length with escapes anywhere, however the body is cut, read as JSON.parse reads them', async () => {
+    const piece = fc.oneof(
+      fc.string({ unit: 'grapheme', minLength: 0, maxLength: 70 }),
+      fc.constantFrom('"', '\\', '\n', '\u2028', '\\"', '/'),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(piece, { minLength: 1, maxLength: 8 }).map((parts) => parts.join('')),
+        fc.array(fc.nat({ max: 200 }), { maxLength: 4 }),
+        async (text, cuts) => {
+          const body = JSON.stringify({ text, after: 'x' });
+          expect((await read(body, plain, cuts)).value).toEqual({ text, after: 'x' });
+        },
+      ),
+      { seed: 15, numRuns: 1000 },
+    );
+    // The case the fuzz suite found: an escape right at the end of the first 32 bytes of a string.
+    for (let at = 25; at < 40; at += 1) {
+      const text = `${'a'.repeat(at)}"-`;
+      expect((await read(JSON.stringify({ text, id: 'x' }), plain)).value).toEqual({
+        text,
+        id: 'x',
+      });
+    }
+  });
+
   test('an empty or blank body is TW_BAD_JSON "empty"', async () => {
     for (const body of ['', '  \n']) {
       const answer = await read(body, plain);
