@@ -710,6 +710,20 @@ export class SqliteStore implements Store {
     }));
   }
 
+  async logChunkAt(
+    key: StreamKey,
+    byte: number,
+  ): Promise<{ offset: number; size: number } | undefined> {
+    const sid = this.knownStreamId(key);
+    if (sid === undefined) return undefined;
+    const start = this.r.logChunkStartBefore.get(sid, byte)?.start;
+    if (start === null || start === undefined) return undefined;
+    const [row] = this.r.logRange.all(sid, start, start + 1);
+    if (!row) return undefined;
+    const size = Buffer.byteLength(row.body, 'utf8');
+    return start + size > byte ? { offset: start, size } : undefined;
+  }
+
   async listTopics(page: PageRequest): Promise<Page<string>> {
     const prefix = streamId(topicKey(''));
     const rows = this.r.topicKeys.all(prefix + (page.after ?? ''), 'topic\u0001', page.limit + 1);

@@ -168,6 +168,8 @@ export interface Store {
    * the tail: the chunks that end within the last `limit` bytes (Freight's semantics).
    */
   readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
+  /** The log chunk that holds byte `byte` of the log (its offset and size), if there is one. */
+  logChunkAt(key: StreamKey, byte: number): Promise<{ offset: number; size: number } | undefined>;
 
   /** Topics ever written, the server's own (`_runs`) included, by name, a page at a time. */
   listTopics(page: PageRequest): Promise<Page<string>>;

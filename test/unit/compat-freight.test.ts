@@ -187,3 +187,34 @@ describe('Freight lookups', () => {
     expect(answer.body).toEqual({ chunks: [], nextOffset: 11 });
   });
 });
+
+describe('a long log', () => {
+  it('answers a page of many megabytes whole, each chunk once and in order, however the reads are cut', async () => {
+    const t = await start();
+    // 45 appends of 70,001 bytes: chunks of 64 KiB and odd remainders, straddling every MiB.
+    const line = `${'x'.repeat(70_000)}\n`;
+    for (let i = 0; i < 45; i += 1) await t.ingest.appendLog(PIPELINE, TASK, { text: line });
+    const stored = await t.store.readLog(runKey(PIPELINE, TASK), 0, 16 * 1024 * 1024);
+    const total = 45 * line.length;
+    const whole = await page(t, logPath(TASK, `offset=0&limit=${16 * 1024 * 1024}`));
+    expect(whole.body.nextOffset).toBe(total);
+    expect(whole.body.chunks.map((c) => [c.offset, c.size])).toEqual(
+      stored.map((c) => [c.offset, c.size]),
+    );
+    expect(whole.body.chunks.map((c) => c.text).join('')).toBe(line.repeat(45));
+    // A page that ends inside a chunk holds the chunks that start in it; the next page goes on.
+    const limit = 1_500_000;
+    const first = await page(t, logPath(TASK, `offset=0&limit=${limit}`));
+    const starts = first.body.chunks.map((c) => c.offset);
+    expect(starts).toEqual(stored.filter((c) => c.offset < limit).map((c) => c.offset));
+    const last = first.body.chunks[first.body.chunks.length - 1]!;
+    expect(first.body.nextOffset).toBe(last.offset + last.size);
+    const tail = await page(t, logPath(TASK, `offset=-1&limit=${limit}`));
+    expect(tail.body.nextOffset).toBe(total);
+    expect(
+      tail.body.chunks[tail.body.chunks.length - 1]!.offset +
+        tail.body.chunks[tail.body.chunks.length - 1]!.size,
+    ).toBe(total);
+    expect(tail.body.chunks[0]!.offset).toBeLessThanOrEqual(total - limit);
+  });
+});

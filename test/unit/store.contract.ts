@@ -586,6 +586,24 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
 
     describe('readLog', () => {
       const run = runKey('freight', 'task-1');
+
+      it('finds the chunk that holds a byte of the log, multi-byte text included', async () => {
+        await store.appendLog('freight', 'task-1', [
+          { text: 'ab' },
+          { text: '例\n' },
+          { text: 'z' },
+        ]);
+        // Bytes: a b | 例 (3 bytes) \n | z  → chunks at 0 (2 B), 2 (4 B), 6 (1 B).
+        const at = (byte: number) => store.logChunkAt(run, byte);
+        expect(await at(0)).toEqual({ offset: 0, size: 2 });
+        expect(await at(1)).toEqual({ offset: 0, size: 2 });
+        expect(await at(3)).toEqual({ offset: 2, size: 4 });
+        expect(await at(5)).toEqual({ offset: 2, size: 4 });
+        expect(await at(6)).toEqual({ offset: 6, size: 1 });
+        expect(await at(7)).toBeUndefined();
+        expect(await store.logChunkAt(runKey('freight', 'none'), 0)).toBeUndefined();
+      });
+
       async function helloWorld(): Promise<void> {
         // Freight's example: "hello world" written one character per append.
         for (const character of 'hello world') await appendOne('freight', 'task-1', character);
