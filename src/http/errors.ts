@@ -98,12 +98,36 @@ export function toTailwaterError(error: unknown): TailwaterError {
   return new TailwaterError('TW_INTERNAL', 'Internal server error.');
 }
 
+/** How long, and how much, what is left of a refused body is still read, and thrown away. */
+const LINGER_MS = 2000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
 /**
- * A request refused before its body was all read (too large, over its budget): what is left is
- * never read, so the connection cannot carry another request and is closed after the answer.
+ * A request refused before its body was all read (too large, over its budget): the connection
+ * cannot carry another request, so it is closed after the answer. Closed at once, the bytes the
+ * client is still sending would make the kernel answer with a reset, which can wipe out the
+ * answer before the client reads it (a client would see "connection reset", not its 413). So
+ * the connection lingers, as nginx's does: the answer and a FIN go out, and what still comes in
+ * is read and dropped, for at most LINGER_MS or LINGER_BYTES, before the socket is destroyed.
  */
 export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
-  if (!request.raw.complete) void reply.header('connection', 'close');
+  if (request.raw.complete) return;
+  void reply.header('connection', 'close');
+  const socket = request.raw.socket;
+  let drained = 0;
+  request.raw.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > LINGER_BYTES) socket.destroy();
+  });
+  request.raw.resume();
+  // Node ends a `Connection: close` response's socket with destroySoon(), which destroys it
+  // as soon as the answer is written; here it only half-closes, and the client's FIN, or the
+  // deadline, ends it.
+  socket.destroySoon = () => {
+    socket.end();
+    socket.once('end', () => socket.destroy());
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  };
 }
 
 /** Every error leaves as `{"error": {"code", "message"}}` with the status of its code. */

@@ -559,6 +559,30 @@ describe('a batch of millions of tiny events', () => {
     },
   );
 
+  it('reaches every client that is refused mid-body with its answer, never with a reset that loses it', async () => {
+    // Closed at once, a socket with unread bytes is reset by the kernel, and the client may lose
+    // the 413 it was sent; the server lingers instead, reading what still comes for a moment.
+    const server = await serve();
+    const body = Buffer.from(`{"events":[${Array(2_000_000).fill('{}').join(',')}]}`);
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const connection = await RawConnection.open(server.port);
+      try {
+        connection.write(
+          `POST /api/v1/topics/linger/events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        );
+        // The whole body, at once, as a careless client sends it.
+        connection.write(body);
+        statuses.push((await connection.waitForResponse(10_000)).status);
+        await connection.waitForClose(5000);
+      } finally {
+        connection.destroy();
+      }
+    }
+    expect(statuses).toEqual(Array(20).fill(413));
+  });
+
   const DECLARED = [
     { name: 'a topic', path: '/api/v1/topics/declared/events', type: 'application/json' },
     {
