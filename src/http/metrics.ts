@@ -1,3 +1,5 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { AppDeps } from './deps.js';
@@ -74,7 +76,48 @@ export async function metricsRoutes(app: FastifyInstance, { hub }: AppDeps): Pro
     () => hub.snapshot().maxPendingBytes,
   );
 
+  const blocks = new LoopBlockWatch();
+  app.addHook('onClose', async () => blocks.stop());
+  gauge(
+    'tailwater_event_loop_block_seconds',
+    'The longest the event loop was held in the last 10 to 20 seconds (scrapes do not reset it).',
+    () => blocks.longestSeconds(),
+  );
+
   app.get('/metrics', async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );
+}
+
+/**
+ * The longest event-loop block of the last 10–20 s. prom-client's own lag maximum is reset at
+ * each scrape, and a reset forgets the monitor's last tick, so a block that starts just after a
+ * scrape can go unseen. Here two monitors (10 ms resolution) are reset in turn every 10 s, each
+ * covering 20 s: whenever one was just reset, the other still holds the last 10 s.
+ */
+class LoopBlockWatch {
+  private readonly monitors: [IntervalHistogram, IntervalHistogram] = [
+    monitorEventLoopDelay({ resolution: 10 }),
+    monitorEventLoopDelay({ resolution: 10 }),
+  ];
+  private next = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor() {
+    for (const monitor of this.monitors) monitor.enable();
+    this.timer = setInterval(() => {
+      this.monitors[this.next]!.reset();
+      this.next = 1 - this.next;
+    }, 10_000);
+    this.timer.unref();
+  }
+
+  longestSeconds(): number {
+    return Math.max(...this.monitors.map((monitor) => monitor.max)) / 1e9;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    for (const monitor of this.monitors) monitor.disable();
+  }
 }

@@ -135,6 +135,23 @@ describe('GET /metrics', () => {
     }
   });
 
+  it('reports the longest event-loop block of the last seconds, and a scrape does not reset it', async () => {
+    const t = await start();
+    // A monitor measures gaps between its ticks: it needs one tick first.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await scrape(t);
+    // Hold the loop for 150 ms, right after a scrape (where prom-client's own maximum is blind).
+    const until = performance.now() + 150;
+    while (performance.now() < until) {
+      // busy: nothing else runs
+    }
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const first = sample(await scrape(t), 'tailwater_event_loop_block_seconds');
+    const second = sample(await scrape(t), 'tailwater_event_loop_block_seconds');
+    expect(first).toBeGreaterThanOrEqual(0.14);
+    expect(second).toBe(first);
+  });
+
   it("includes the process's default metrics, prefixed tailwater_", async () => {
     const t = await start();
     const text = await scrape(t);
