@@ -148,9 +148,16 @@ export class BoundedJsonReader {
     this.wantedKeys = names.map((name) => ({ name, bytes: Buffer.from(name, 'utf8') }));
   }
 
+  /** Where each chunk starts in the body. */
+  private readonly starts: number[] = [];
+  /** The end of a chunk that may cut a UTF-8 character, checked with the next chunk. */
+  private utf8Carry: Buffer | undefined;
+
   /** Takes the next piece of the body. */
   feed(chunk: Buffer): void {
+    this.checkUtf8(chunk);
     this.chunks.push(chunk);
+    this.starts.push(this.pos);
     const base = this.pos;
     for (let i = 0; i < chunk.length; i += 1) {
       const c = chunk[i]!;
@@ -227,27 +234,70 @@ export class BoundedJsonReader {
       throw new TailwaterError('TW_BAD_JSON', 'The JSON body is empty.');
     }
     if (this.mode !== Mode.Done) throw syntax('the body ends before its JSON value does', this.pos);
-    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    this.chunks.length = 0;
-    if (!isUtf8(body)) {
-      throw new TailwaterError(
-        'TW_BAD_UTF8',
-        'The body is not valid UTF-8; it was not stored (Tailwater never stores replacement characters).',
-      );
-    }
+    if (this.utf8Carry) throw badUtf8();
     const list = this.limits.list;
-    if (!list || this.listOpen < 0) return parse(body.toString('utf8'), 0);
-    const skeleton =
-      body.toString('utf8', 0, this.listOpen + 1) + body.toString('utf8', this.listClose);
+    if (!list || this.listOpen < 0) return parse(this.text(0, this.pos), 0);
+    const skeleton = this.text(0, this.listOpen + 1) + this.text(this.listClose, this.pos);
     const value = parse(skeleton, 0) as Record<string, unknown>;
     const parsed: unknown[] = [];
     const slice = new TimeSlice(SLICE_MS);
     for (const span of this.items) {
-      parsed.push(parseItem(body, span, list.rawField));
+      const item = parse(this.text(span.start, span.end), span.start);
+      if (list.rawField !== undefined && span.fieldStart >= 0) {
+        // Parsing the whole item checked the field's text too; what it built of it is let go.
+        (item as Record<string, unknown>)[list.rawField] = new RawJson(
+          this.text(span.fieldStart, span.fieldEnd),
+        );
+      }
+      parsed.push(item);
       if (slice.due) await slice.next();
     }
     value[list.key] = parsed;
     return value;
+  }
+
+  /**
+   * The body's bytes [from, to) as text, cut from the chunks as they came: the body is never
+   * copied whole (a full batch is 65 MB), only a piece that straddles two chunks.
+   */
+  private text(from: number, to: number): string {
+    let index = this.chunkAt(from);
+    const chunk = this.chunks[index]!;
+    const start = this.starts[index]!;
+    if (to <= start + chunk.length) return chunk.toString('utf8', from - start, to - start);
+    const pieces: Buffer[] = [];
+    for (let at = from; at < to; index += 1) {
+      const piece = this.chunks[index]!;
+      const pieceStart = this.starts[index]!;
+      pieces.push(piece.subarray(at - pieceStart, Math.min(piece.length, to - pieceStart)));
+      at = pieceStart + piece.length;
+    }
+    return Buffer.concat(pieces).toString('utf8');
+  }
+
+  /** The chunk holding byte `at`: a binary search over where the chunks start. */
+  private chunkAt(at: number): number {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /**
+   * Checks a chunk is UTF-8 as it arrives, so the whole body is never checked at once. A chunk
+   * may end inside a character: the bytes of an unfinished one are carried over and checked
+   * with the chunk that follows.
+   */
+  private checkUtf8(chunk: Buffer): void {
+    const bytes = this.utf8Carry ? Buffer.concat([this.utf8Carry, chunk]) : chunk;
+    this.utf8Carry = undefined;
+    const cut = unfinishedTail(bytes);
+    if (!isUtf8(cut === 0 ? bytes : bytes.subarray(0, bytes.length - cut))) throw badUtf8();
+    if (cut > 0) this.utf8Carry = Buffer.from(bytes.subarray(bytes.length - cut));
   }
 
   private keep(c: number): void {
@@ -484,15 +534,23 @@ function parse(text: string, offset: number): unknown {
   }
 }
 
-/**
- * One list item parsed, its raw field (if any) kept as the text it was sent as. Parsing the
- * whole item checks the field's text too; what JSON.parse built of it is let go.
- */
-function parseItem(body: Buffer, span: ItemSpan, rawField: string | undefined): unknown {
-  const item = parse(body.toString('utf8', span.start, span.end), span.start);
-  if (rawField === undefined || span.fieldStart < 0) return item;
-  (item as Record<string, unknown>)[rawField] = new RawJson(
-    body.toString('utf8', span.fieldStart, span.fieldEnd),
+function badUtf8(): TailwaterError {
+  return new TailwaterError(
+    'TW_BAD_UTF8',
+    'The body is not valid UTF-8; it was not stored (Tailwater never stores replacement characters).',
   );
-  return item;
+}
+
+/**
+ * How many bytes at the end of `bytes` start a character that is not finished (0 to 3): the
+ * last lead byte, if the bytes after it are fewer than its character needs.
+ */
+function unfinishedTail(bytes: Buffer): number {
+  for (let back = 1; back <= Math.min(3, bytes.length); back += 1) {
+    const byte = bytes[bytes.length - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const needs = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return needs > back ? back : 0;
+  }
+  return 0;
 }

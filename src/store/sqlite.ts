@@ -241,6 +241,10 @@ export class SqliteStore implements Store {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
+    // For a database about to be made (it cannot change later in WAL mode): pages of 16 KiB
+    // halve the COMMIT of a full batch (65 MB: about 25 ms instead of 50) and cost small
+    // appends nothing (docs/STORAGE.md).
+    this.db.pragma('page_size = 16384');
     this.db.pragma('journal_mode = WAL');
     // Under WAL, NORMAL writes each commit to the WAL file (the OS holds it) before returning,
     // which survives kill -9 of this process; FULL adds an fsync for power loss. See docs/STORAGE.md.
