@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import helmet from 'helmet';
 
@@ -10,11 +11,33 @@ import helmet from 'helmet';
  *
  * helmet itself rather than @fastify/helmet: the plugin builds helmet's middleware again on
  * every request, policy parsing and all, which cost about 9 % of the server's CPU under small
- * requests (docs/BENCHMARKS.md). Built once, the headers cost a few setHeader calls. They are set
- * on the raw response, so a stream, which writes its own head, carries them too.
+ * requests (docs/BENCHMARKS.md). The headers do not depend on the request, so helmet is asked
+ * for them once, and each response gets the list. They are set on the raw response, so a stream,
+ * which writes its own head, carries them too.
  */
 export function registerSecurityHeaders(app: FastifyInstance): void {
-  const setHeaders = helmet({
+  const headers = SECURITY_HEADERS;
+  app.addHook('onRequest', (_request, reply, done) => {
+    for (const [name, value] of headers) reply.raw.setHeader(name, value);
+    done();
+  });
+}
+
+/** What helmet's middleware sets, recorded once from a response that only takes note. */
+function headersOf(middleware: ReturnType<typeof helmet>): ReadonlyArray<[string, string]> {
+  const set: Array<[string, string]> = [];
+  const recorder = {
+    setHeader: (name: string, value: string | number | readonly string[]) => {
+      set.push([name, String(value)]);
+    },
+    removeHeader: () => undefined,
+  };
+  middleware({} as IncomingMessage, recorder as unknown as ServerResponse, () => undefined);
+  return set;
+}
+
+const SECURITY_HEADERS = headersOf(
+  helmet({
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
@@ -33,8 +56,5 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
     strictTransportSecurity: false,
-  });
-  app.addHook('onRequest', (request, reply, done) => {
-    setHeaders(request.raw, reply.raw, () => done());
-  });
-}
+  }),
+);

@@ -7,17 +7,23 @@ import { Worker } from 'node:worker_threads';
  * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past 1000 pages: after
  * a full batch that is 65 MB copied (and synced) while the event loop waits, about 200 ms. So
  * the writing connection turns it off, and this worker, with a connection of its own, runs
- * PASSIVE checkpoints, which wait for no one and make no one wait: readers and the writer go on
- * meanwhile. It is asked to once a few megabytes were committed, and at least every second while
- * anything was. A checkpoint is housekeeping, not durability: a commit is durable in the WAL.
+ * PASSIVE checkpoints as often as SQLite would (every ~250 commits or 4 MB), alongside the
+ * writes: they wait for no one and make no one wait.
+ *
+ * But the WAL starts over only when a write begins with all of it copied back, which a writer
+ * that keeps writing never allows: it would grow without end (a gigabyte in four seconds of
+ * small appends). So once the file passes WAL_RESTART_BYTES, one checkpoint runs as a turn of the
+ * store's write queue: the writes wait for it (asynchronously), it copies what the last ones
+ * left, and the next write starts the WAL over.
  */
 export class WalCheckpointer {
   private readonly worker: Worker;
-  private running = false;
-  private again = false;
   private failed = false;
-  private unwritten = 0;
-  private readonly timer: NodeJS.Timeout;
+  private commits = 0;
+  private bytes = 0;
+  private waiting: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private walBytes = 0;
 
   /** `onFailure` is told once if the worker cannot run: the caller checkpoints as SQLite would. */
   constructor(path: string, onFailure: (error: Error) => void) {
@@ -26,49 +32,71 @@ export class WalCheckpointer {
       workerData: { path, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
     });
     this.worker.unref();
-    this.worker.on('message', () => {
-      this.running = false;
-      if (this.again) {
-        this.again = false;
-        this.run();
-      }
+    // Each checkpoint reports how much the WAL holds (frames × page size).
+    this.worker.on('message', (walBytes: number) => {
+      this.walBytes = walBytes;
+      this.finished();
     });
     this.worker.on('error', (error) => {
       if (this.failed) return;
       this.failed = true;
+      this.finished();
       onFailure(error);
     });
-    this.timer = setInterval(() => {
-      if (this.unwritten > 0) this.run();
-    }, 1000);
-    this.timer.unref();
   }
 
-  /** A commit of about `bytes` landed in the WAL. */
+  /** A commit of about `bytes` landed in the WAL; starts a checkpoint when one is due. */
   committed(bytes: number): void {
-    this.unwritten += bytes;
-    if (this.unwritten >= CHECKPOINT_AFTER_BYTES) this.run();
+    this.commits += 1;
+    this.bytes += bytes;
+    if (this.commits >= CHECKPOINT_COMMITS || this.bytes >= CHECKPOINT_BYTES) void this.run();
+  }
+
+  /** Whether anything was committed since the last checkpoint began. */
+  get pending(): boolean {
+    return !this.failed && this.commits > 0;
+  }
+
+  /** Whether the WAL has grown so long that it must start over (see the class comment). */
+  get mustRestart(): boolean {
+    return !this.failed && this.walBytes > WAL_RESTART_BYTES;
+  }
+
+  /**
+   * Runs one checkpoint, or joins the one running; resolves when it is done (or the worker
+   * failed).
+   */
+  run(): Promise<void> {
+    if (this.failed) return Promise.resolve();
+    this.commits = 0;
+    this.bytes = 0;
+    if (this.running) return this.running;
+    this.running = new Promise<void>((resolve) => {
+      this.waiting = resolve;
+      this.worker.postMessage('checkpoint');
+    }).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.finished();
     await this.worker.terminate();
   }
 
-  private run(): void {
-    if (this.failed) return;
-    this.unwritten = 0;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    this.worker.postMessage('checkpoint');
+  private finished(): void {
+    const resolve = this.waiting;
+    this.waiting = undefined;
+    resolve?.();
   }
 }
 
-/** About SQLite's own threshold (1000 pages of 4 KiB). */
-const CHECKPOINT_AFTER_BYTES = 4 * 1024 * 1024;
+/** About SQLite's own threshold of 1000 pages: a small commit writes a few. */
+const CHECKPOINT_COMMITS = 250;
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
+/** Past this, the WAL is made to start over. */
+const WAL_RESTART_BYTES = 64 * 1024 * 1024;
 
 // Plain JavaScript, run as the worker's own script: the package ships no separate file for it,
 // and `eval` workers resolve nothing relative to this module, hence the driver's resolved path.
@@ -77,12 +105,15 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma('busy_timeout = 5000');
+const pageSize = db.pragma('page_size', { simple: true });
 parentPort.on('message', () => {
+  let walBytes = 0;
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    walBytes = result.log * pageSize;
   } catch {
-    // Busy or interrupted: the next request tries again; the WAL holds every commit meanwhile.
+    // Busy or interrupted: the next one tries again; the WAL holds every commit meanwhile.
   }
-  parentPort.postMessage('done');
+  parentPort.postMessage(walBytes);
 });
 `;

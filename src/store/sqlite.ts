@@ -235,16 +235,14 @@ export class SqliteStore implements Store {
   /** An in-memory database has no second connection, so its writes never pause. */
   private readonly sliced: boolean;
   private readonly checkpointer: WalCheckpointer | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private restartQueued = false;
   /** Bytes the write in progress has inserted, for the checkpointer. */
   private writtenBytes = 0;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
-    // For a database about to be made (it cannot change later in WAL mode): pages of 16 KiB
-    // halve the COMMIT of a full batch (65 MB: about 25 ms instead of 50) and cost small
-    // appends nothing (docs/STORAGE.md).
-    this.db.pragma('page_size = 16384');
     this.db.pragma('journal_mode = WAL');
     // Under WAL, NORMAL writes each commit to the WAL file (the OS holds it) before returning,
     // which survives kill -9 of this process; FULL adds an fsync for power loss. See docs/STORAGE.md.
@@ -259,9 +257,18 @@ export class SqliteStore implements Store {
       this.reader.pragma('busy_timeout = 5000');
       // Checkpoints run on a thread of their own, not inside a COMMIT (sqlite-checkpointer.ts).
       this.db.pragma('wal_autocheckpoint = 0');
+      // A WAL that starts over is cut back to this size, not kept at its largest.
+      this.db.pragma('journal_size_limit = 67108864');
       this.checkpointer = new WalCheckpointer(path, () => {
         if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
       });
+      // A quiet spell still gets its last commits checkpointed; a WAL that grew too long is made
+      // to start over.
+      this.checkpointTimer = setInterval(() => {
+        if (this.checkpointer?.mustRestart) this.restartWal();
+        else if (this.checkpointer?.pending) void this.checkpointer.run();
+      }, 1000);
+      this.checkpointTimer.unref();
     }
     this.w = readStatements(this.db);
     this.write_ = writeStatements(this.db);
@@ -778,6 +785,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.checkpointTimer);
     await this.queue;
     await this.checkpointer?.close();
     if (this.reader !== this.db && this.reader.open) this.reader.close();
@@ -805,6 +813,7 @@ export class SqliteStore implements Store {
           if (step.done) {
             this.write_.commit.run();
             this.checkpointer?.committed(this.writtenBytes);
+            if (this.checkpointer?.mustRestart) this.restartWal();
             this.writtenBytes = 0;
             return step.value;
           }
@@ -823,6 +832,21 @@ export class SqliteStore implements Store {
       () => undefined,
     );
     return result;
+  }
+
+  /**
+   * A checkpoint as a turn of the write queue: the writes after it wait until the worker has
+   * copied the WAL back, so the next write starts the WAL over (sqlite-checkpointer.ts).
+   */
+  private restartWal(): void {
+    if (this.restartQueued || !this.checkpointer) return;
+    this.restartQueued = true;
+    const checkpointer = this.checkpointer;
+    this.queue = this.queue
+      .then(() => checkpointer.run())
+      .finally(() => {
+        this.restartQueued = false;
+      });
   }
 
   /** The stream's row, created on first write. The id is cached; the counters are read fresh. */
