@@ -7,13 +7,14 @@ import { SLICE_MS, TimeSlice } from './time-slice.js';
  * (20 MB of `{}` is seconds and gigabytes), and it cannot stop early, nor tell where a value's
  * text lies. So a body is first walked as it arrives by a small structural scanner that keeps
  * the budget (nesting depth, how many values, how many items in a list and how big each is)
- * and notes where each list item and its raw field lie; only then is it parsed, in pieces the
- * budget has already bounded, one piece per turn of the event loop if need be.
+ * and notes where each list item and its raw field lie, checking UTF-8 chunk by chunk; only
+ * then is it parsed, in pieces the budget has already bounded, a few milliseconds of them per
+ * turn of the event loop. The body is never copied whole: pieces are cut from its chunks.
  *
  * The scanner is not a validator. Soundness comes from composition: it checks the separators of
  * the list itself; every other byte is parsed by `JSON.parse`, either in the skeleton (the body
- * with its list emptied) or in one item (its raw field replaced by `0`) or in a raw field. If
- * each of those is valid JSON, so is the body.
+ * with its list emptied) or in one item, which holds its raw field. If each of those is valid
+ * JSON, so is the body; a raw field's text is a value of an item that parsed, so it is JSON.
  */
 
 /** Nesting no producer needs; deeper data would overflow the stack of JSON.stringify. */
@@ -112,6 +113,10 @@ function syntax(message: string, at: number): TailwaterError {
  */
 export class BoundedJsonReader {
   private readonly chunks: Buffer[] = [];
+  /** Where each chunk starts in the body. */
+  private readonly starts: number[] = [];
+  /** The end of a chunk that may cut a UTF-8 character, checked with the next chunk. */
+  private utf8Carry: Buffer | undefined;
   private pos = 0;
   private mode = Mode.Value;
   private readonly stack: Uint8Array;
@@ -147,11 +152,6 @@ export class BoundedJsonReader {
     );
     this.wantedKeys = names.map((name) => ({ name, bytes: Buffer.from(name, 'utf8') }));
   }
-
-  /** Where each chunk starts in the body. */
-  private readonly starts: number[] = [];
-  /** The end of a chunk that may cut a UTF-8 character, checked with the next chunk. */
-  private utf8Carry: Buffer | undefined;
 
   /** Takes the next piece of the body. */
   feed(chunk: Buffer): void {
