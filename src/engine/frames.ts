@@ -1,7 +1,7 @@
 import type { Entry } from '../model/entry.js';
 import type { RunStatus } from '../model/run.js';
 
-/** Why a stream ended (PROTOCOL.md, "end"). */
+/** Why a stream ended (docs/API.md, "Streaming"). */
 export type EndReason =
   'runFinished' | 'idleTimeout' | 'maxDuration' | 'maxBytes' | 'shutdown' | 'tokenExpired';
 

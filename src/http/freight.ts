@@ -8,7 +8,7 @@ import type { AppDeps } from './deps.js';
 import { findRunAnywhere, intParam } from './params.js';
 
 /**
- * Freight's deploy-log API (seed 002, CONFORMANCE.md): whole chunks by byte offset, `offset=-1`
+ * Freight's deploy-log API (docs/API.md, "Freight"): whole chunks by byte offset, `offset=-1`
  * for the tail, `nextOffset` and a `Link` to the next page. A Freight viewer polls it; the same
  * log is also on the native SSE stream, so it can follow without polling.
  */

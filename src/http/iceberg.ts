@@ -13,7 +13,7 @@ import { streamTo } from './native.js';
 import { commentBytes, frameBytes } from './sse.js';
 
 /**
- * The Iceberg table-commit dashboard of seed 001: `event: connected` with a clientId, then each
+ * The Iceberg table-commit dashboard (Spark commits → ActiveMQ → SSE → React; docs/API.md, "Iceberg dashboard"): `event: connected` with a clientId, then each
  * event of the configured topic as `id: <eventId>` / `event: iceberg-mutation` / the producer's
  * JSON. The seed kept no history; here a new dashboard first gets the latest few events, and
  * `Last-Event-ID` (an eventId) resumes exactly after that event. An event stored without an

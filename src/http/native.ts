@@ -22,7 +22,7 @@ const entryFrames = new WeakMap<Entry, Buffer>();
 // And one buffer per batch the Tailer fans out (the same array reaches every live viewer).
 const batchFrames = new WeakMap<readonly Entry[], Buffer>();
 
-/** Tailwater's own SSE dialect: `id: seq`, `event: kind`, `data: <entry JSON>` (PROTOCOL.md). */
+/** Tailwater's own SSE dialect: `id: seq`, `event: kind`, `data: <entry JSON>` (docs/API.md, "Streaming"). */
 export class NativeEncoder implements FrameEncoder {
   constructor(private readonly retryMillis: number) {}
 

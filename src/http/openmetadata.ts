@@ -14,7 +14,7 @@ import { commentBytes, HttpViewerTransport } from './sse.js';
 import { streamTo } from './native.js';
 
 /**
- * OpenMetadata's live ingestion log stream (seed 000, CONFORMANCE.md): unnamed `data:` frames of
+ * OpenMetadata's live ingestion log stream (docs/API.md, "OpenMetadata"): unnamed `data:` frames of
  * `LogStreamEvent` JSON. `after` is Tailwater's seq as an opaque string, so a viewer resuming with
  * it gets exactly what it missed, from the store if need be; `truncated` is kept for a cursor
  * Tailwater truly cannot place (one from another server, or past the end of this one).

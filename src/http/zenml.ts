@@ -17,7 +17,7 @@ import { findRunAnywhere, parseList, parseStart } from './params.js';
 import { commentBytes, frameBytes } from './sse.js';
 
 /**
- * ZenML's live event streaming (seed 003, CONFORMANCE.md): `event: <kind>` frames whose data is a
+ * ZenML's live event streaming (docs/API.md, "ZenML"): `event: <kind>` frames whose data is a
  * `StreamEvent`, `cursor` frames for filtered events, `end` with `{}`, `: ping` heartbeats, and the
  * batch publish endpoint. Unlike the original, nothing is dropped: a slow subscriber is paged from
  * the store instead of getting `gap overflow`, and history outlives Redis' one-hour TTL.

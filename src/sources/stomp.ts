@@ -22,7 +22,7 @@ export interface SourceStatus {
 }
 
 /**
- * Subscribes to a STOMP destination (ActiveMQ's ICEBERG_METADATA_EVENTS topic, seed 001) and
+ * Subscribes to a STOMP destination (ActiveMQ's ICEBERG_METADATA_EVENTS topic, where Spark jobs publish Iceberg commits) and
  * stores each message as an event of a topic, exactly once:
  * - a durable subscription (client-id + activemq.subscriptionName), so messages published while
  *   Tailwater is down are delivered when it comes back;

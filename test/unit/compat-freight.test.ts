@@ -3,7 +3,7 @@ import { runKey } from '../../src/model/stream-key.js';
 import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
-// The Freight dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "Freight"): the deploy-log offset
+// The Freight dialect (docs/API.md, "Freight"): the deploy-log offset
 // API, checked against the original's "hello world" tests byte for byte.
 
 const PIPELINE = 'freight.deploy.web';

@@ -9,7 +9,7 @@ import type { TcpProxy } from '../helpers/tcp-proxy.js';
 import { until } from '../helpers/wait.js';
 import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
 
-// The Iceberg dashboard dialect (PROTOCOL.md "Dialects", seed 001): the seed's IcebergMonitor
+// The Iceberg dashboard dialect (docs/API.md, "Iceberg dashboard"): the seed's IcebergMonitor
 // listens with EventSource for `connected` and `iceberg-mutation`; here it is the `eventsource`
 // package, the same API in Node.
 

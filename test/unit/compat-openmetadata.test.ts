@@ -13,8 +13,8 @@ import { closedWithin, watchClosed } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
-// The OpenMetadata dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "OpenMetadata"): the seed's
-// own browser reader (seed 000) and the original's behaviours, over real loopback sockets.
+// The OpenMetadata dialect (docs/API.md, "OpenMetadata"): the seed's
+// own browser reader and the original's behaviours, over real loopback sockets.
 
 const PIPELINE = 'sample_data.ingest.metadata';
 const RUN = 'scheduled__2026-08-10T00:00:00+00:00';
@@ -55,7 +55,7 @@ afterEach(async () => {
   await closeAll();
 });
 
-// ---- seed 000's browser reader, runnable in Node 20 ------------------------------------------
+// ---- OpenMetadata's browser reader, runnable in Node 20 ------------------------------------------
 
 interface SeedViewer {
   appendToViewer(logs: string): void;
@@ -64,7 +64,7 @@ interface SeedViewer {
 }
 
 /**
- * Seed 000's "从浏览器使用" reader. `tail` is the seed's code as written (fetch, getReader,
+ * The reader that OpenMetadata's live-log write-up gives for browsers ("从浏览器使用"). `tail` is its code as written (fetch, getReader,
  * TextDecoder, split('\n'), the `data: ` prefix, `cursor = event.after ?? cursor`); only what it
  * took from the page is supplied: the origin and base path (the one thing a deployment changes),
  * the OIDC token and the viewer's three callbacks.
@@ -178,7 +178,7 @@ const frame = (event: object) => `data: ${JSON.stringify(event)}\n\n`;
 
 // ---- the seed's own browser reader ------------------------------------------------------------
 
-describe("seed 000's browser reader against the OpenMetadata dialect", () => {
+describe("OpenMetadata's browser reader against the OpenMetadata dialect", () => {
   it('tails a live run to complete with runFinished, then reconnects with its saved after and gets nothing twice', async () => {
     const t = await start({ finishGraceSeconds: 0.3, pollSeconds: 0.05 });
     await putStatus(t, RUN_PATH, 'running');

@@ -9,7 +9,7 @@ import { closedWithin, entryEvents } from '../helpers/sse.js';
 import type { SseEvent } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
-// The ZenML dialect (PROTOCOL.md "Dialects", CONFORMANCE.md "ZenML"): the batch publish endpoint
+// The ZenML dialect (docs/API.md, "ZenML"): the batch publish endpoint
 // and the SSE stream, with the original's test names where they apply.
 
 const RUN = '5f0c6e7a-1b2d-4c3e-9f80-a1b2c3d4e5f6';
@@ -249,7 +249,7 @@ describe('ZenML subscriptions', () => {
     const t = await start();
     await publish(t, [event({ payload: { phase: 'warmup' } }), event({ payload: { i: 0 } })]);
 
-    // Seed 003's browser code: listen for `event`, close on `end`.
+    // ZenML's browser example: listen for `event`, close on `end`.
     const got: Array<{ id: string; payload: unknown }> = [];
     let ended = false;
     const es = new EventSource(`${t.url}${streamPath()}`);

@@ -8,7 +8,7 @@ import { dashboardRoutes } from '../../src/http/dashboard.js';
 import { registerErrorHandling } from '../../src/http/errors.js';
 import { createTestApp } from '../helpers/app.js';
 
-// The dashboard's routes (PROTOCOL.md, "Dashboard routes"): the built app at /ui/, deep links
+// The dashboard's routes (docs/DASHBOARD.md): the built app at /ui/, deep links
 // answered with index.html, `/` redirecting, and a clear 503 without a build.
 
 const INDEX =

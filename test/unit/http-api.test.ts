@@ -8,7 +8,7 @@ import { runPath } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
-// The happy paths of the HTTP API, as PROTOCOL.md describes them.
+// The happy paths of the HTTP API, as docs/API.md describes them.
 
 const FQN = 'ingest.daily';
 const RUN_PATH = (runId: string, fqn = FQN) => runPath(fqn, runId);

@@ -536,7 +536,7 @@ describe('sizes', () => {
 describe('kinds', () => {
   const reserved = ['end', 'gap', 'error', 'cursor', 'status', 'system', 'connected'];
 
-  test('the reserved kinds are exactly the ones PROTOCOL.md names', () => {
+  test('the reserved kinds are exactly the ones docs/API.md names', () => {
     expect([...RESERVED_KINDS].sort()).toEqual([...reserved].sort());
   });
 

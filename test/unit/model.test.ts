@@ -38,7 +38,7 @@ function codeThrownBy(fn: () => unknown): string | undefined {
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
-// PROTOCOL.md, "Names".
+// docs/API.md, "Names".
 const PROTOCOL_RESERVED_KINDS = ['end', 'gap', 'error', 'cursor', 'status', 'system', 'connected'];
 
 describe('pipeline FQNs and run ids', () => {
@@ -288,7 +288,7 @@ describe('settings', () => {
     return path;
   }
 
-  it("has defaults that match ARCHITECTURE.md's table", () => {
+  it("has defaults that match docs/CONFIGURATION.md's tables", () => {
     expect(defaultSettings()).toMatchObject({
       heartbeatSeconds: 25,
       pollSeconds: 2,
@@ -316,7 +316,7 @@ describe('settings', () => {
     });
   });
 
-  it("has the server defaults PROTOCOL.md's command line names", () => {
+  it('has the server defaults docs/CLI.md names', () => {
     expect(defaultSettings()).toMatchObject({
       host: '127.0.0.1',
       port: 8585,

@@ -25,8 +25,8 @@ import {
 import type { SseEvent, SseReader } from '../helpers/sse.js';
 import { sleep, until } from '../helpers/wait.js';
 
-// Native SSE streaming over real loopback sockets (PROTOCOL.md, "Streaming (native dialect)"),
-// with the behaviours of the OpenMetadata and ZenML originals (CONFORMANCE.md).
+// Native SSE streaming over real loopback sockets (docs/API.md, "Streaming"),
+// with the behaviours of the OpenMetadata and ZenML originals (docs/API.md, "Dialects").
 
 const PIPELINE = 'etl.daily';
 const RUN = 'scheduled__2026-08-10T00:00:00+00:00';
@@ -602,7 +602,7 @@ describe('how a native stream ends', () => {
   });
 
   it('a viewer resuming a finished run is sent the late flush it missed before end', async () => {
-    // PROTOCOL.md: appending to a run that ended is allowed (late flushes). The stream's reader
+    // docs/API.md, "Appending": appending to a run that ended is allowed (late flushes). The stream's reader
     // is still idling (tailerIdleGraceSeconds) from the first viewer when the second comes.
     const t = await start({ finishGraceSeconds: 0.2 });
     await seedRun(t, 1);

@@ -29,7 +29,7 @@ const event = (kind: string, data: unknown, extra: Partial<NewEvent> = {}): NewE
 });
 
 /**
- * The guarantees of the `Store` port (src/store/store.ts and PROTOCOL.md), run against every
+ * The guarantees of the `Store` port (src/store/store.ts and docs/API.md), run against every
  * implementation through a factory that gives each test an empty store.
  */
 /** Every page of a listing, followed to its end. */

@@ -21,7 +21,7 @@ function decode(segment: string): string | null {
   }
 }
 
-/** The dashboard's routes (PROTOCOL.md, "Dashboard routes"), from a path under /ui/. */
+/** The dashboard's routes (docs/DASHBOARD.md), from a path under /ui/. */
 export function parseRoute(pathname: string): Route {
   const rest = pathname.replace(/^\/ui\/?/, '').replace(/\/+$/, '');
   if (rest === '') return { view: 'runs' };

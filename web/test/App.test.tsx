@@ -4,7 +4,7 @@ import { App, parseRoute } from '../src/App.js';
 import { fakeTail } from './fake-tail.js';
 
 describe('dashboard routes', () => {
-  test('parses the paths PROTOCOL.md lists', () => {
+  test('parses the paths docs/DASHBOARD.md lists', () => {
     expect(parseRoute('/ui/')).toEqual({ view: 'runs' });
     expect(parseRoute('/ui')).toEqual({ view: 'runs' });
     expect(parseRoute('/ui/pipelines/ingest.daily/runs/latest')).toEqual({
