@@ -213,6 +213,31 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect((await store.getRun('p', 'r'))?.logBytes).toBe(7);
       });
 
+      it('never shows a reader part of a batch while it is written, however large the batch', async () => {
+        const key = topicKey('big');
+        await store.appendEvents(key, [event('k', 'before')]);
+        // 1000 events of 60 KB: about 60 MB, long enough for many reads to happen meanwhile.
+        const blob = 'x'.repeat(60_000);
+        const batch = Array.from({ length: 1000 }, (_, i) => event('k', { i, blob }));
+        const seen: number[] = [];
+        let writing = true;
+        const watch = async () => {
+          while (writing) {
+            await new Promise((resolve) => setImmediate(resolve));
+            seen.push((await store.bounds(key)).lastSeq);
+            const page = await store.readEntries(key, { afterSeq: 0, limit: 1001 });
+            seen.push(page.length, page[page.length - 1]!.seq);
+          }
+        };
+        const watching = watch();
+        await store.appendEvents(key, batch);
+        writing = false;
+        await watching;
+        // Every look saw the stream before the batch (1 entry, seq 1) or with all of it.
+        expect(seen.every((n) => n === 1 || n === 1001)).toBe(true);
+        expect((await store.bounds(key)).lastSeq).toBe(1001);
+      });
+
       it('creates neither the run, its stream nor a runs-feed entry when the first batch of a new run is refused', async () => {
         const feedBefore = await store.bounds(FEED);
         await expect(
