@@ -154,7 +154,7 @@ describe('SqliteStore', () => {
     }
   });
 
-  it('trims a topic by age at the first entry young enough, found by a search rather than a walk', async () => {
+  it('trims a topic by age at the first entry young enough, and to the end when all are older', async () => {
     const { store } = await openTemp();
     const key = topicKey('aged');
     const times: number[] = [];
