@@ -2,10 +2,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey } from '../model/stream-key.js';
-import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { findRunAnywhere, intParam } from './params.js';
+import { logChunks } from './read.js';
 
 /**
  * Freight's deploy-log API (docs/API.md, "Freight"): whole chunks by byte offset, `offset=-1`
@@ -52,19 +52,15 @@ async function logWindow(
  */
 async function* pageJson(store: Store, key: StreamKey, page: LogWindow): AsyncGenerator<string> {
   yield `{"nextOffset":${page.nextOffset},"chunks":[`;
-  const slice = new TimeSlice(SLICE_MS);
   let first = true;
-  for (let pos = page.from; pos < page.to; pos += MiB) {
-    for (const chunk of await store.readLog(key, pos, Math.min(MiB, page.to - pos))) {
-      yield `${first ? '' : ','}${JSON.stringify({
-        text: chunk.text,
-        date: chunk.time,
-        offset: chunk.offset,
-        size: chunk.size,
-      })}`;
-      first = false;
-    }
-    if (slice.due) await slice.next();
+  for await (const chunk of logChunks(store, key, page.from, page.to)) {
+    yield `${first ? '' : ','}${JSON.stringify({
+      text: chunk.text,
+      date: chunk.time,
+      offset: chunk.offset,
+      size: chunk.size,
+    })}`;
+    first = false;
   }
   yield ']}';
 }

@@ -4,7 +4,8 @@ import { TailwaterError } from '../model/errors.js';
 import type { Entry } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
-import type { Store } from '../store/store.js';
+import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
+import type { LogChunk, Store } from '../store/store.js';
 import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
@@ -106,13 +107,27 @@ export async function logPage(store: Store, key: StreamKey, offset: number, limi
 
 /** The whole log, page by page, so a large log is never held in memory at once. */
 export async function* logText(store: Store, key: StreamKey): AsyncGenerator<Buffer> {
-  let offset = 0;
-  for (;;) {
-    const chunks = await store.readLog(key, offset, MiB);
-    if (chunks.length === 0) return;
-    for (const chunk of chunks) yield Buffer.from(chunk.text, 'utf8');
-    const last = chunks[chunks.length - 1]!;
-    offset = last.offset + last.size;
+  for await (const chunk of logChunks(store, key, 0)) yield Buffer.from(chunk.text, 'utf8');
+}
+
+/**
+ * The log chunks that start in [from, to) (to the end of the log, as it grows, by default), a
+ * megabyte at a time, with a turn of the event loop every few milliseconds: a long log is read
+ * without ever being held in memory whole or holding the loop.
+ */
+export async function* logChunks(
+  store: Store,
+  key: StreamKey,
+  from: number,
+  to = Number.POSITIVE_INFINITY,
+): AsyncGenerator<LogChunk> {
+  const slice = new TimeSlice(SLICE_MS);
+  for (let pos = from; pos < to; pos += MiB) {
+    const chunks = await store.readLog(key, pos, Math.min(MiB, to - pos));
+    // Chunks are contiguous and under a megabyte: an empty window is the end of the log.
+    if (chunks.length === 0 && to === Number.POSITIVE_INFINITY) return;
+    yield* chunks;
+    if (slice.due) await slice.next();
   }
 }
 

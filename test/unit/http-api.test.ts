@@ -704,6 +704,20 @@ describe('reading the log', () => {
     expect(res.rawPayload.toString('utf8')).toBe('hello world — ✓ 😀\n');
   });
 
+  test('log.txt of a log of several megabytes is the whole log, each byte once, in order', async () => {
+    // Lines of 70,001 bytes with multi-byte text: pieces of up to 64 KiB that straddle every MiB.
+    const line = (i: number) => `${i} ${'例'.repeat(23_330)}\n`;
+    let whole = '';
+    for (let i = 0; i < 60; i += 1) {
+      whole += line(i);
+      await appendText('big', line(i));
+    }
+    expect(Buffer.byteLength(whole)).toBeGreaterThan(4 * 1024 * 1024);
+    const res = await t.app.inject({ method: 'GET', url: `${RUN_PATH('big')}/log.txt` });
+    expect(res.statusCode).toBe(200);
+    expect(res.rawPayload.equals(Buffer.from(whole, 'utf8'))).toBe(true);
+  });
+
   test('log.txt of a run with no log text is empty', async () => {
     await putRun('quiet', { status: 'running' });
     const res = await t.app.inject({ method: 'GET', url: `${RUN_PATH('quiet')}/log.txt` });
