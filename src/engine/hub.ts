@@ -1,5 +1,6 @@
 import type { Bus } from '../bus/bus.js';
 import { TailwaterError } from '../model/errors.js';
+import { SERVER_ID_PREFIX } from '../model/names.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { streamId } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
@@ -22,7 +23,17 @@ export type StartPosition =
    * A cursor from elsewhere that this server cannot place: `gap reset`, then the stream from
    * its start, or its last `tail` entries.
    */
-  | { type: 'unplaceable'; tail?: number };
+  | { type: 'unplaceable'; tail?: number }
+  /**
+   * Just after the entry a producer id names (or `seq:<seq>`, the id of an entry stored without
+   * one); an id this stream does not hold is `unplaceable` with `tail`.
+   */
+  | { type: 'afterProducerId'; id: string; tail: number }
+  /**
+   * Just after the log chunk that ends at byte `offset` of a run's log (0: the start), for a
+   * dialect whose cursor is a place in the log text; any other offset is `unplaceable`.
+   */
+  | { type: 'afterLogOffset'; offset: number };
 
 export interface SubscribeRequest {
   key: StreamKey;
@@ -220,6 +231,14 @@ export class Hub {
     kinds: readonly string[] | undefined,
   ): Promise<{ cursor: number; gap?: GapInfo }> {
     if (start.type === 'latest') return { cursor: tailer.top };
+    if (start.type === 'afterProducerId') {
+      const seq = await this.seqOfProducerId(tailer.key, start.id);
+      start =
+        seq === undefined ? { type: 'unplaceable', tail: start.tail } : { type: 'after', seq };
+    } else if (start.type === 'afterLogOffset') {
+      const seq = await this.seqEndingAtLogOffset(tailer.key, start.offset);
+      start = seq === undefined ? { type: 'unplaceable' } : { type: 'after', seq };
+    }
     const bounds = await this.store.bounds(tailer.key);
     const last = Math.max(bounds.lastSeq, tailer.top);
     // The last N entries the viewer will see: counted among the kinds it asked for.
@@ -242,5 +261,21 @@ export class Hub {
       };
     }
     return { cursor: start.seq };
+  }
+
+  private async seqEndingAtLogOffset(key: StreamKey, offset: number): Promise<number | undefined> {
+    if (offset === 0) return 0;
+    const chunk = await this.store.logChunkAt(key, offset - 1);
+    return chunk && chunk.offset + chunk.size === offset ? chunk.seq : undefined;
+  }
+
+  /**
+   * A `seq:` id is a position whatever became of its entry (resolveStart says `gap` if retention
+   * removed what follows it, or if it is past the end); a producer id is looked up.
+   */
+  private async seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined> {
+    const digits = id.slice(SERVER_ID_PREFIX.length);
+    if (id.startsWith(SERVER_ID_PREFIX) && /^\d{1,15}$/.test(digits)) return Number(digits);
+    return this.store.seqOfProducerId(key, id);
   }
 }

@@ -25,7 +25,7 @@ export function rawErrorResponse(
   reason: string,
   headers: Record<string, string> = {},
 ): string {
-  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
+  const body = JSON.stringify(tailwaterErrorBody(error));
   const extra = Object.entries({ ...error.headers, ...headers })
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
@@ -64,7 +64,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
 /** For the router's own refusals, which happen before Fastify's reply exists. */
 export function sendRawError(res: ServerResponse, error: TailwaterError): void {
   res.writeHead(ERROR_STATUS[error.code], { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify({ error: { code: error.code, message: error.message } }));
+  res.end(JSON.stringify(tailwaterErrorBody(error)));
 }
 
 /** Router hooks: a malformed percent-encoding or an over-long path segment is a 400 like any other. */
@@ -130,8 +130,19 @@ export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply):
   };
 }
 
-/** Every error leaves as `{"error": {"code", "message"}}` with the status of its code. */
-export function registerErrorHandling(app: FastifyInstance): void {
+/** What an error answer's body says: each dialect speaks its original's error shape. */
+export type ErrorBody = (error: TailwaterError) => object;
+
+/** Tailwater's own: `{"error": {"code", "message"}}`. */
+export const tailwaterErrorBody: ErrorBody = (error) => ({
+  error: { code: error.code, message: error.message },
+});
+
+/**
+ * Every error of the routes of `app` (a plugin's scope) leaves with the status of its code and
+ * the body `body` makes of it; a plugin that does not set its own inherits Tailwater's.
+ */
+export function registerErrorHandler(app: FastifyInstance, body: ErrorBody): void {
   app.setErrorHandler((error, request, reply) => {
     const tailwaterError = toTailwaterError(error);
     if (tailwaterError.code === 'TW_INTERNAL') request.log.error({ err: error }, 'request failed');
@@ -140,11 +151,20 @@ export function registerErrorHandling(app: FastifyInstance): void {
     void reply
       .code(ERROR_STATUS[tailwaterError.code])
       .headers(tailwaterError.headers)
-      .send({ error: { code: tailwaterError.code, message: tailwaterError.message } });
+      .send(body(tailwaterError));
   });
+}
+
+/** Tailwater's error shape for every route, and for a path no route serves. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  registerErrorHandler(app, tailwaterErrorBody);
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({
-      error: { code: 'TW_NOT_FOUND', message: `No route ${request.method} ${request.url}.` },
-    });
+    void reply
+      .code(404)
+      .send(
+        tailwaterErrorBody(
+          new TailwaterError('TW_NOT_FOUND', `No route ${request.method} ${request.url}.`),
+        ),
+      );
   });
 }

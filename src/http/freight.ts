@@ -1,20 +1,30 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TailwaterError } from '../model/errors.js';
+import type { ErrorCode } from '../model/errors.js';
+import { validateRunId } from '../model/names.js';
+import type { Run } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
+import type { BodyConfig } from './body.js';
 import type { AppDeps } from './deps.js';
-import { findRunAnywhere, intParam } from './params.js';
+import type { ErrorBody } from './errors.js';
+import { registerErrorHandler } from './errors.js';
+import { deployRun, freightDate, serializeDeploy } from './freight-deploy.js';
+import { findRunAnywhere, intParam, pipelineParam } from './params.js';
 import { logChunks } from './read.js';
 
 /**
- * Freight's deploy-log API (docs/API.md, "Freight"): whole chunks by byte offset, `offset=-1`
- * for the tail, `nextOffset` and a `Link` to the next page. A Freight viewer polls it; the same
- * log is also on the native SSE stream, so it can follow without polling.
+ * Freight's deploy API (docs/API.md, "Freight"), as Freight's own UI uses it: the deploy
+ * `/deploys/{app}/{env}/{number}/` for its status, polled every few seconds while it runs, and
+ * its log `…/log/?offset=N`, polled every second from the `nextOffset` of the previous answer.
+ * A log request without `limit` (or with `limit=0`) gets the whole log from `offset`, as in
+ * Freight, whose UI fetches a finished deploy's log in one request; `offset=-1` is the tail.
  */
 export const FREIGHT_PREFIX = '/compat/freight/api/0';
 
-const MiB = 1024 * 1024;
 type Query = Record<string, string | string[] | undefined>;
 
 /** Which chunks a request names: those starting in [from, to), and where the next page starts. */
@@ -48,7 +58,7 @@ async function logWindow(
 
 /**
  * The page as JSON, written a megabyte of log at a time with a turn of the event loop between,
- * so a whole log (Freight's viewer asks for a finished deploy's in one request) never holds it.
+ * so a whole log never sits in memory at once.
  */
 async function* pageJson(store: Store, key: StreamKey, page: LogWindow): AsyncGenerator<string> {
   yield `{"nextOffset":${page.nextOffset},"chunks":[`;
@@ -56,7 +66,7 @@ async function* pageJson(store: Store, key: StreamKey, page: LogWindow): AsyncGe
   for await (const chunk of logChunks(store, key, page.from, page.to)) {
     yield `${first ? '' : ','}${JSON.stringify({
       text: chunk.text,
-      date: chunk.time,
+      date: freightDate(chunk.time),
       offset: chunk.offset,
       size: chunk.size,
     })}`;
@@ -65,30 +75,104 @@ async function* pageJson(store: Store, key: StreamKey, page: LogWindow): AsyncGe
   yield ']}';
 }
 
-export async function freightRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
-  const log = (resource: string) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const id = (request.params as { id: string }).id;
-    const run = await findRunAnywhere(store, id);
-    if (!run) {
-      return reply.code(404).send({ error: 'Invalid deploy', error_name: 'invalid_resource' });
+/** Freight's error names, which its clients show beside the message. */
+const ERROR_NAMES: Partial<Record<ErrorCode, string>> = {
+  TW_RUN_NOT_FOUND: 'invalid_resource',
+  TW_PIPELINE_NOT_FOUND: 'invalid_resource',
+  TW_NOT_FOUND: 'invalid_resource',
+};
+
+/** Freight's `{"error", "error_name"}`; the Tailwater code rides along. */
+const freightErrorBody: ErrorBody = (error) => ({
+  error: error.message,
+  error_name: ERROR_NAMES[error.code] ?? error.code.replace(/^TW_/, '').toLowerCase(),
+  code: error.code,
+});
+
+const invalidDeploy = () => new TailwaterError('TW_RUN_NOT_FOUND', 'Invalid deploy');
+
+type DeployParams = { id?: string; app?: string; env?: string; number?: string };
+
+/** The run a deploy path names: `{app}/{env}/{number}`, or one id (the run's UUID or run id). */
+async function deployOf(store: Store, params: DeployParams): Promise<Run> {
+  let run: Run | undefined;
+  if (params.id !== undefined) {
+    run = await findRunAnywhere(store, params.id);
+  } else {
+    const { pipeline, runId } = deployRun(params.app!, params.env!, params.number!);
+    run = await store.getRun(pipelineParam(pipeline), validateRunId(runId));
+  }
+  if (!run) throw invalidDeploy();
+  return run;
+}
+
+/** The pipeline's recent successful runs, for a deploy's estimated duration. */
+async function recentRuns(store: Store, run: Run): Promise<Run[]> {
+  if (run.endedAt !== null) return [];
+  return (await store.listRuns(run.pipeline, { limit: 10, status: 'success' })).items;
+}
+
+const cancelBody = z.object({ status: z.literal('cancelled') });
+
+export async function freightRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const { store, ingest } = deps;
+  registerErrorHandler(app, freightErrorBody);
+
+  const details = async (request: FastifyRequest) => {
+    const run = await deployOf(store, request.params as DeployParams);
+    return serializeDeploy(run, await recentRuns(store, run));
+  };
+
+  // Freight's Cancel button: the runner of the run sees the request and stops its command.
+  const cancel = async (request: FastifyRequest) => {
+    const run = await deployOf(store, request.params as DeployParams);
+    if (!cancelBody.safeParse(request.body).success) {
+      throw new TailwaterError(
+        'TW_BAD_REQUEST',
+        'The only change a deploy takes is {"status": "cancelled"}.',
+      );
     }
+    const { run: cancelled } = await ingest.requestCancel(run.pipeline, run.runId);
+    return serializeDeploy(cancelled, []);
+  };
+
+  const log = async (request: FastifyRequest, reply: FastifyReply) => {
+    const params = request.params as DeployParams;
+    const run = await deployOf(store, params);
     const query = request.query as Query;
     const offset = intParam(query, 'offset', { min: -1, max: Number.MAX_SAFE_INTEGER, default: 0 });
-    const limit = intParam(query, 'limit', { min: 1, max: 16 * MiB, default: MiB });
+    const limit = intParam(query, 'limit', { min: 0, max: Number.MAX_SAFE_INTEGER, default: 0 });
     const key = runKey(run.pipeline, run.runId);
-    const page = await logWindow(store, key, offset, limit);
-    // Built from what was validated, percent-encoded: never the raw path as it came.
-    const path = `${FREIGHT_PREFIX}/${resource}/${encodeURIComponent(id)}/log/`;
+    const page = await logWindow(store, key, offset, limit === 0 ? Number.MAX_SAFE_INTEGER : limit);
+    const next = new URLSearchParams({ offset: String(page.nextOffset) });
+    if (limit !== 0) next.set('limit', String(limit));
+    next.set('cursor', String(page.nextOffset));
     return reply
       .type('application/json; charset=utf-8')
-      .header(
-        'Link',
-        `<${path}?offset=${page.nextOffset}&limit=${limit}&cursor=${page.nextOffset}>; rel="next"`,
-      )
+      .header('Link', `<${logPath(request, params)}?${next}>; rel="next"`)
       .send(Readable.from(pageJson(store, key, page)));
   };
-  for (const resource of ['tasks', 'deploys']) {
-    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log/`, log(resource));
-    app.get(`${FREIGHT_PREFIX}/${resource}/:id/log`, log(resource));
+
+  const cancelRoute = {
+    bodyLimit: 1024,
+    config: { json: { maxDepth: 2, maxValues: 8 } } satisfies BodyConfig,
+  };
+  // The deploy by {app}/{env}/{number} (and its older /tasks/ alias), or by one id.
+  for (const resource of ['deploys', 'tasks']) {
+    for (const name of [':app/:env/:number', ':id']) {
+      for (const slash of ['/', '']) {
+        const path = `${FREIGHT_PREFIX}/${resource}/${name}`;
+        app.get(`${path}${slash}`, details);
+        app.put(`${path}${slash}`, cancelRoute, cancel);
+        app.get(`${path}/log${slash}`, log);
+      }
+    }
   }
+}
+
+/** The log's own path for the `Link` header, built from what was validated, percent-encoded. */
+function logPath(request: FastifyRequest, params: DeployParams): string {
+  const resource = request.url.startsWith(`${FREIGHT_PREFIX}/tasks/`) ? 'tasks' : 'deploys';
+  const names = params.id !== undefined ? [params.id] : [params.app!, params.env!, params.number!];
+  return `${FREIGHT_PREFIX}/${resource}/${names.map(encodeURIComponent).join('/')}/log/`;
 }

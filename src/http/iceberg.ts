@@ -6,11 +6,8 @@ import type { Entry } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
 import { SERVER_ID_PREFIX } from '../model/names.js';
 import { topicKey } from '../model/stream-key.js';
-import type { StreamKey } from '../model/stream-key.js';
-import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
-import { streamTo } from './native.js';
-import { commentBytes, frameBytes } from './sse.js';
+import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 /**
  * The Iceberg table-commit dashboard (Spark commits → ActiveMQ → SSE → React; docs/API.md, "Iceberg dashboard"): `event: connected` with a clientId, then each
@@ -31,7 +28,7 @@ export class IcebergEncoder implements FrameEncoder {
 
   open(): Buffer {
     // Byte for byte what the seed's server wrote, space included.
-    return Buffer.from(`event: connected\ndata: {"clientId": "${this.clientId}"}\n\n`);
+    return frameBytes({ event: 'connected', data: `{"clientId": "${this.clientId}"}` });
   }
 
   entry(entry: Entry): Buffer {
@@ -77,31 +74,18 @@ function eventIdOf(entry: Entry): string {
   return entry.id ?? `${SERVER_ID_PREFIX}${entry.seq}`;
 }
 
-/**
- * The seq of the event a Last-Event-ID names, if this server can place it. A `seq:` id is a
- * position whatever became of its event (the Hub says `gap` if retention removed what follows
- * it, or if it is past the end); an eventId is looked up.
- */
-async function seqOfEventId(store: Store, key: StreamKey, id: string): Promise<number | undefined> {
-  const digits = id.slice(SERVER_ID_PREFIX.length);
-  if (id.startsWith(SERVER_ID_PREFIX) && /^\d{1,15}$/.test(digits)) return Number(digits);
-  return store.seqOfProducerId(key, id);
-}
-
 export async function icebergRoutes(
   app: FastifyInstance,
-  { store, hub, settings }: AppDeps,
+  { hub, settings }: AppDeps,
 ): Promise<void> {
   app.get(`${ICEBERG_PREFIX}/events`, async (request, reply) => {
     const key = topicKey(settings.icebergTopic);
     const header = request.headers['last-event-id'];
     const lastEventId = Array.isArray(header) ? header[0] : header;
     const replay = settings.icebergReplayOnConnect;
-    let start: StartPosition = { type: 'tail', count: replay };
-    if (lastEventId) {
-      const seq = await seqOfEventId(store, key, lastEventId);
-      start = seq === undefined ? { type: 'unplaceable', tail: replay } : { type: 'after', seq };
-    }
+    const start: StartPosition = lastEventId
+      ? { type: 'afterProducerId', id: lastEventId, tail: replay }
+      : { type: 'tail', count: replay };
     await streamTo(
       hub,
       reply,

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
-import type { Hub, StartPosition } from '../engine/hub.js';
+import type { StartPosition } from '../engine/hub.js';
 import type { Entry } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
@@ -15,7 +15,7 @@ import {
   topicParam,
 } from './params.js';
 import { entryJson } from './exact-json.js';
-import { commentBytes, frameBytes, HttpViewerTransport } from './sse.js';
+import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 // One encoded frame per entry, shared by every native viewer of the stream.
 const entryFrames = new WeakMap<Entry, Buffer>();
@@ -27,7 +27,7 @@ export class NativeEncoder implements FrameEncoder {
   constructor(private readonly retryMillis: number) {}
 
   open(): Buffer {
-    return Buffer.from(`retry: ${this.retryMillis}\n\n`);
+    return frameBytes({ retry: this.retryMillis });
   }
 
   entry(entry: Entry): Buffer {
@@ -110,23 +110,5 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
       ? (entry: Entry) => pipelines.includes((entry.data as { pipeline?: string }).pipeline ?? '')
       : undefined;
     await stream(request, reply, topicKey(RUNS_FEED_TOPIC), where);
-  });
-}
-
-/**
- * Subscribes and, once the Hub accepts, hijacks the reply into an SSE stream. A refusal thrown
- * by the Hub happens before the hijack, so it is an ordinary JSON error response.
- */
-export async function streamTo(
-  hub: Hub,
-  reply: FastifyReply,
-  key: StreamKey,
-  start: StartPosition,
-  filter: Parameters<Hub['subscribe']>[0]['filter'],
-  encoder: FrameEncoder,
-): Promise<void> {
-  await hub.subscribe({ key, start, filter, encoder, client: reply.request.ip }, () => {
-    reply.hijack();
-    return new HttpViewerTransport(reply.raw);
   });
 }

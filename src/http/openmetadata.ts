@@ -3,21 +3,26 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { EndInfo, FrameEncoder } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import type { Entry } from '../model/entry.js';
-import { TailwaterError } from '../model/errors.js';
+import type { ErrorCode } from '../model/errors.js';
+import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
 import { validateRunId } from '../model/names.js';
 import { runKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
+import type { ErrorBody } from './errors.js';
+import { registerErrorHandler, tailwaterErrorBody, toTailwaterError } from './errors.js';
 import { intParam, pipelineParam } from './params.js';
-import { attachment, logText } from './read.js';
-import { commentBytes, HttpViewerTransport } from './sse.js';
-import { streamTo } from './native.js';
+import { isCursor, parseCursor } from '../model/cursor.js';
+import { attachment, logChunks, logText } from './read.js';
+import { commentBytes, frameBytes, HttpViewerTransport, streamTo } from './sse.js';
 
 /**
- * OpenMetadata's live ingestion log stream (docs/API.md, "OpenMetadata"): unnamed `data:` frames of
- * `LogStreamEvent` JSON. `after` is Tailwater's seq as an opaque string, so a viewer resuming with
- * it gets exactly what it missed, from the store if need be; `truncated` is kept for a cursor
- * Tailwater truly cannot place (one from another server, or past the end of this one).
+ * OpenMetadata's live ingestion log stream and paginated log (docs/API.md, "OpenMetadata"):
+ * unnamed `data:` frames of `LogStreamEvent` JSON. Every cursor, the stream's `after` as the
+ * pager's `after` and `total`, is a byte offset into the run's log text, so a viewer resuming
+ * with it gets exactly what it missed (from the store if need be), and the pager's
+ * `Number(after) >= Number(total)` means "this was the last page". `truncated` is kept for a
+ * cursor Tailwater truly cannot place (one from another server, or past the end of this log).
  */
 export const OPENMETADATA_PREFIX = '/compat/openmetadata/api/v1/services/ingestionPipelines/logs';
 
@@ -38,11 +43,42 @@ const REFUSALS: Partial<Record<string, string>> = {
     'The server is already serving the maximum number of viewers of this run. Retry shortly or use the paginated log endpoint.',
   TW_TOO_MANY_CLIENT_STREAMS:
     'This client is already streaming as many logs as one client may. Close a stream, retry shortly, or use the paginated log endpoint.',
-  TW_SHUTTING_DOWN: 'The server is restarting. Retry shortly.',
 };
 
-function dataFrame(event: object): Buffer {
-  return Buffer.from(`data: ${JSON.stringify(event)}\n\n`, 'utf8');
+/** The frames' JSON, with no other properties (the original's schema). */
+interface LogStreamEvent {
+  eventType: 'logs' | 'complete' | 'error';
+  runId: string;
+  logs?: string;
+  after?: string;
+  replay?: boolean;
+  truncated?: boolean;
+  reason?: 'runFinished' | 'idleTimeout' | 'maxDuration' | 'maxBytes';
+  message?: string;
+}
+
+/** The cursor just past a log entry: where its text ends in the log, in bytes. */
+function logEnd(entry: Entry): number {
+  return (entry.offset ?? 0) + Buffer.byteLength(entry.text ?? '', 'utf8');
+}
+
+/**
+ * A frame with `after` also carries it as its SSE `id`, so a plain EventSource resumes by
+ * itself (with Last-Event-ID) where OpenMetadata's own UI resumes with `?after=`; OpenMetadata's
+ * UI reads only the data.
+ */
+/**
+ * Conditions that pass by themselves (a restart under way, a store that does not answer): the
+ * client should retry after a while, not give up, so they are not told as `error` events.
+ */
+const TRANSIENT: ReadonlySet<ErrorCode> = new Set([
+  'TW_SHUTTING_DOWN',
+  'TW_STORE_UNAVAILABLE',
+  'TW_SERVER_BUSY',
+]);
+
+function dataFrame(event: LogStreamEvent): Buffer {
+  return frameBytes({ id: event.after, data: JSON.stringify(event) });
 }
 
 // Frames are shared across viewers of a run; live and replayed copies differ by one flag.
@@ -50,7 +86,14 @@ const liveFrames = new WeakMap<Entry, Buffer>();
 const replayFrames = new WeakMap<Entry, Buffer>();
 
 export class OpenMetadataEncoder implements FrameEncoder {
-  constructor(private readonly runId: string) {}
+  /**
+   * @param after the cursor the viewer resumed from: `complete` carries the last cursor the
+   * viewer was sent, which is this one until a log entry is.
+   */
+  constructor(
+    private readonly runId: string,
+    private after = 0,
+  ) {}
 
   open(): null {
     return null;
@@ -58,6 +101,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
 
   entry(entry: Entry, replay: boolean): Buffer | null {
     if (entry.kind !== 'log' || entry.text === undefined) return null;
+    this.after = logEnd(entry);
     const cache = replay ? replayFrames : liveFrames;
     let frame = cache.get(entry);
     if (!frame) {
@@ -65,7 +109,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
         eventType: 'logs',
         runId: this.runId,
         logs: entry.text,
-        after: String(entry.seq),
+        after: String(this.after),
         replay,
         truncated: false,
       });
@@ -78,8 +122,9 @@ export class OpenMetadataEncoder implements FrameEncoder {
     return null;
   }
 
-  /** The viewer's cursor cannot be placed: tell it to reset, then replay what follows. */
+  /** The viewer's cursor cannot be placed: tell it the replay is incomplete, then replay it all. */
   gap(): Buffer {
+    this.after = 0;
     return dataFrame({
       eventType: 'logs',
       runId: this.runId,
@@ -89,6 +134,11 @@ export class OpenMetadataEncoder implements FrameEncoder {
     });
   }
 
+  /**
+   * OpenMetadata's UI reconnects at once after `idleTimeout` and `maxDuration` and stops for good
+   * on any other reason, so a stream that should be resumed (a restart, an expired token) ends
+   * as `maxDuration`. A finished run's `complete` has no message: the UI shows one as an error.
+   */
   end(end: EndInfo): Buffer {
     const reason =
       end.reason === 'runFinished' || end.reason === 'idleTimeout' || end.reason === 'maxBytes'
@@ -98,7 +148,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
     return dataFrame({
       eventType: 'complete',
       runId: this.runId,
-      after: String(end.lastSeq),
+      after: String(this.after),
       reason,
       ...(message ? { message } : {}),
     });
@@ -128,68 +178,91 @@ async function resolvePipeline(store: Store, fqnOrId: string): Promise<string> {
   return fqn;
 }
 
-/** OpenMetadata's `after` is opaque: a seq of ours, or something we cannot place (→ truncated). */
-function startFrom(after: string | undefined): StartPosition {
-  if (after === undefined || after === '') return { type: 'after', seq: 0 };
-  if (/^\d{1,15}$/.test(after)) return { type: 'after', seq: Number(after) };
-  return { type: 'unplaceable' };
+/** OpenMetadata's `after` is opaque to its clients: a log offset of ours, or one we cannot place. */
+function startFrom(after: string | undefined): { start: StartPosition; after: number } {
+  if (after === undefined || after.trim() === '') {
+    return { start: { type: 'after', seq: 0 }, after: 0 };
+  }
+  if (!isCursor(after)) return { start: { type: 'unplaceable' }, after: 0 };
+  const offset = parseCursor(after);
+  return { start: { type: 'afterLogOffset', offset }, after: offset };
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 type Query = Record<string, string | string[] | undefined>;
 
+/** OpenMetadata's server answers errors as `{"code": <status>, "message"}`; Tailwater's rides along. */
+const openMetadataErrorBody: ErrorBody = (error) => ({
+  code: ERROR_STATUS[error.code],
+  message: error.message,
+  ...tailwaterErrorBody(error),
+});
+
+/** The most log text one page of `/last` holds. */
+const PAGE_BYTES = 4 * 1024 * 1024;
+
 export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, hub } = deps;
+  registerErrorHandler(app, openMetadataErrorBody);
 
   app.get(`${OPENMETADATA_PREFIX}/:fqn/stream/:runId`, async (request, reply) => {
     const params = request.params as { fqn: string; runId: string };
+    // An unknown pipeline is a 404; once it is known, every refusal is an `error` event on a 200
+    // stream, as in the original: OpenMetadata's UI takes a 503 as "this server cannot stream"
+    // and gives up, and retries any other status for ever.
     const fqn = await resolvePipeline(store, params.fqn);
-    const runId = validateRunId(params.runId);
-    const after = (request.query as Query)['after'];
-    const encoder = new OpenMetadataEncoder(runId);
+    const encoderFor = (after: number) => new OpenMetadataEncoder(params.runId, after);
     try {
-      await streamTo(
-        hub,
-        reply,
-        runKey(fqn, runId),
-        startFrom(Array.isArray(after) ? after[0] : after),
-        {},
-        encoder,
-      );
+      const runId = validateRunId(params.runId);
+      // A browser EventSource resumes with Last-Event-ID (the same cursor as `after`), and
+      // sends the URL it first opened, so the header is the newer of the two.
+      const cursor =
+        first(request.headers['last-event-id']) ?? first((request.query as Query)['after']);
+      const { start, after } = startFrom(cursor);
+      await streamTo(hub, reply, runKey(fqn, runId), start, {}, encoderFor(after));
     } catch (error) {
-      // Refusals are events on a 200 stream, so a client has one error path, not two.
-      const message = error instanceof TailwaterError ? REFUSALS[error.code] : undefined;
-      if (!message || reply.sent) throw error;
-      refuse(reply, encoder, message);
+      if (reply.sent) throw error;
+      const tailwaterError = toTailwaterError(error);
+      if (tailwaterError.code === 'TW_INTERNAL') {
+        request.log.error({ err: error }, 'log stream failed to open');
+      }
+      const frame = TRANSIENT.has(tailwaterError.code)
+        ? null
+        : encoderFor(0).error('', REFUSALS[tailwaterError.code] ?? tailwaterError.message);
+      refuse(reply, frame);
     }
   });
 
+  // A page of the latest run's log from byte `after`: `after` is where the next page starts,
+  // absent on the last one, and `total` the log's length, both in bytes.
   app.get(`${OPENMETADATA_PREFIX}/:fqn/last`, async (request) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const query = request.query as Query;
     const run = (await store.latestRun(fqn))!;
-    const after =
-      typeof query['after'] === 'string' && /^\d{1,15}$/.test(query['after'])
-        ? Number(query['after'])
-        : 0;
+    const afterParam = first(query['after']);
+    const from =
+      afterParam === undefined || afterParam === '' ? 0 : parseCursor(afterParam, 'after cursor');
     const limit = intParam(query, 'limit', { min: 1, max: 10_000, default: 1000 });
-    const entries = await store.readEntries(runKey(fqn, run.runId), {
-      afterSeq: after,
-      limit: limit + 1,
-      kinds: ['log'],
-      maxBytes: 4 * 1024 * 1024,
-    });
-    const page = entries.slice(0, limit);
-    const last = page[page.length - 1];
-    // More follows if this page ends before the end of the log (in bytes, as offsets are).
-    const end = last ? (last.offset ?? 0) + Buffer.byteLength(last.text ?? '', 'utf8') : 0;
-    const more = end < run.logBytes;
+    const key = runKey(fqn, run.runId);
+    let text = '';
+    let end = from;
+    let count = 0;
+    for await (const chunk of logChunks(store, key, from)) {
+      if (count === limit || (count > 0 && end - from + chunk.size > PAGE_BYTES)) break;
+      text += chunk.text;
+      end = chunk.offset + chunk.size;
+      count += 1;
+    }
+    const total = Math.max(run.logBytes, end);
     return {
-      ingestion_task: page.map((e) => e.text ?? '').join(''),
-      ...(more && last ? { after: String(last.seq) } : {}),
-      total: String(run.logBytes),
+      ingestion_task: text,
+      ...(end < total ? { after: String(end) } : {}),
+      total: String(total),
     };
   });
-
   app.get(`${OPENMETADATA_PREFIX}/:fqn/last/download`, async (request, reply) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const run = (await store.latestRun(fqn))!;
@@ -200,9 +273,14 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
   });
 }
 
-function refuse(reply: FastifyReply, encoder: OpenMetadataEncoder, message: string): void {
+/**
+ * A stream refused after it was asked for: 200, then `frame` (an `error` event), then the end.
+ * Without a frame, the body just ends, which OpenMetadata's UI takes as a dropped connection
+ * and retries after a backoff; an `error` event would stop it for good.
+ */
+function refuse(reply: FastifyReply, frame: Buffer | null): void {
   reply.hijack();
   const transport = new HttpViewerTransport(reply.raw);
-  transport.write(encoder.error('', message));
+  if (frame) transport.write(frame);
   transport.close();
 }

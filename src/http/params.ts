@@ -1,6 +1,6 @@
 import type { StartPosition } from '../engine/hub.js';
 import type { EntryFilter } from '../engine/filter.js';
-import { parseCursor } from '../model/cursor.js';
+import { isCursor, parseCursor } from '../model/cursor.js';
 import { TailwaterError } from '../model/errors.js';
 import { validateFqn, validateLabel, validateRunId, validateTopic } from '../model/names.js';
 import type { Run } from '../model/run.js';
@@ -119,7 +119,11 @@ export const MAX_TAIL = 100_000;
 
 /**
  * Where a stream starts: `Last-Event-ID` wins over `?after=` / `?since=`; else `?from=latest`,
- * else `?tail=N`, else the start of the stream.
+ * else `?tail=N`, else the start of the stream. A Last-Event-ID that is not a cursor of ours (a
+ * browser moved over from another server sends that server's ids, such as a Redis stream id) is
+ * a position this server cannot place: `gap reset` and the stream from its start. A 400 would
+ * stop an EventSource for good, since it reconnects only after a 200; a malformed `?after=`,
+ * which a person typed, is still a precise 400 (docs/API.md, "Resuming").
  */
 export function parseStart(
   lastEventId: string | string[] | undefined,
@@ -127,7 +131,7 @@ export function parseStart(
 ): StartPosition {
   const header = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
   if (header !== undefined && header.trim() !== '') {
-    return { type: 'after', seq: parseCursor(header, 'Last-Event-ID') };
+    return isCursor(header) ? { type: 'after', seq: parseCursor(header) } : { type: 'unplaceable' };
   }
   const after = single(query, 'after') ?? single(query, 'since');
   if (after !== undefined) return { type: 'after', seq: parseCursor(after, 'after cursor') };

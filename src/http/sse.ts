@@ -1,5 +1,9 @@
 import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { FrameEncoder } from '../engine/frames.js';
+import type { Hub, StartPosition, SubscribeRequest } from '../engine/hub.js';
 import type { ViewerTransport } from '../engine/viewer-transport.js';
+import type { StreamKey } from '../model/stream-key.js';
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -12,13 +16,17 @@ const LINE_BREAK = /[\r\n]/;
 export interface SseFrame {
   id?: string | number | undefined;
   event?: string | undefined;
-  /** One line of data (JSON never holds a raw newline); multi-line data is split per line. */
-  data: string;
+  /** The event's data; every line ending in it (CRLF, LF or a lone CR) starts a `data:` line. */
+  data?: string | undefined;
+  /** The reconnection delay the client should use, in milliseconds. */
+  retry?: number | undefined;
 }
 
 /**
- * The bytes of one SSE frame. An `id` or `event` holding CR or LF would let a value inject
- * frames, so it is refused (as Hono's writer does); data lines are split on line breaks.
+ * The bytes of one SSE frame: every frame of every dialect is written here, never by hand. An
+ * `id` or `event` holding CR or LF would let a value inject frames, so it is refused (as Hono's
+ * writer does); `data` is split on every line ending, so a client that reassembles it with LF
+ * gets the text back whatever its line endings were (docs/API.md, "Streaming").
  */
 export function formatFrame(frame: SseFrame): string {
   let out = '';
@@ -31,7 +39,15 @@ export function formatFrame(frame: SseFrame): string {
     if (LINE_BREAK.test(frame.event)) throw new Error('An SSE event must not contain CR or LF.');
     out += `event: ${frame.event}\n`;
   }
-  for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  if (frame.retry !== undefined) {
+    if (!Number.isSafeInteger(frame.retry) || frame.retry < 0) {
+      throw new Error('An SSE retry must be a non-negative integer.');
+    }
+    out += `retry: ${frame.retry}\n`;
+  }
+  if (frame.data !== undefined) {
+    for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  }
   return `${out}\n`;
 }
 
@@ -39,7 +55,9 @@ export function frameBytes(frame: SseFrame): Buffer {
   return Buffer.from(formatFrame(frame), 'utf8');
 }
 
+/** A comment (a heartbeat): one line, so a line break in it is refused as in a field. */
 export function commentBytes(text: string): Buffer {
+  if (LINE_BREAK.test(text)) throw new Error('An SSE comment must not contain CR or LF.');
   return Buffer.from(`: ${text}\n\n`, 'utf8');
 }
 
@@ -81,4 +99,22 @@ export class HttpViewerTransport implements ViewerTransport {
   close(): void {
     if (!this.res.writableEnded) this.res.end();
   }
+}
+
+/**
+ * Subscribes and, once the Hub accepts, hijacks the reply into an SSE stream. A refusal thrown
+ * by the Hub happens before the hijack, so it is an ordinary error response of the dialect.
+ */
+export async function streamTo(
+  hub: Hub,
+  reply: FastifyReply,
+  key: StreamKey,
+  start: StartPosition,
+  filter: SubscribeRequest['filter'],
+  encoder: FrameEncoder,
+): Promise<void> {
+  await hub.subscribe({ key, start, filter, encoder, client: reply.request.ip }, () => {
+    reply.hijack();
+    return new HttpViewerTransport(reply.raw);
+  });
 }

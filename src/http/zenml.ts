@@ -4,17 +4,17 @@ import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
 import { RawJson } from '../model/bounded-json.js';
 import type { Entry, NewEvent } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
-import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
+import { TailwaterError } from '../model/errors.js';
 import { RESERVED_KINDS } from '../model/names.js';
 import { runKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { batchLimits, EVENT_ENVELOPE_BYTES } from './append.js';
 import type { AppDeps } from './deps.js';
-import { closeIfBodyUnread, toTailwaterError } from './errors.js';
+import type { ErrorBody } from './errors.js';
+import { registerErrorHandler, tailwaterErrorBody } from './errors.js';
 import { stringifyWith } from './exact-json.js';
-import { streamTo } from './native.js';
 import { findRunAnywhere, parseList, parseStart } from './params.js';
-import { commentBytes, frameBytes } from './sse.js';
+import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 /**
  * ZenML's live event streaming (docs/API.md, "ZenML"): `event: <kind>` frames whose data is a
@@ -23,11 +23,6 @@ import { commentBytes, frameBytes } from './sse.js';
  * the store instead of getting `gap overflow`, and history outlives Redis' one-hour TTL.
  */
 export const ZENML_PREFIX = '/compat/zenml/api/v1/runs';
-
-/** Each event's payload, before its 4 KiB envelope (ZenML's STREAM_EVENT_PAYLOAD_BYTES_MAX). */
-const PAYLOAD_BYTES_MAX = 64 * 1024;
-const ENVELOPE_BYTES = EVENT_ENVELOPE_BYTES;
-const BATCH_MAX = 1000;
 
 const streamEvent = z.object({
   pipeline_run_id: z.string().min(1),
@@ -122,19 +117,16 @@ export class ZenmlEncoder implements FrameEncoder {
 
 type Query = Record<string, string | string[] | undefined>;
 
+/** ZenML's server is FastAPI: its clients read `detail`. The Tailwater error rides along. */
+const zenmlErrorBody: ErrorBody = (error) => ({
+  detail: error.message,
+  ...tailwaterErrorBody(error),
+});
+
 export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, hub, ingest, settings } = deps;
 
-  // ZenML's server is FastAPI: its clients read `detail`. The Tailwater error rides along.
-  app.setErrorHandler((error, request, reply) => {
-    const tw = toTailwaterError(error);
-    if (tw.code === 'TW_INTERNAL') request.log.error({ err: error }, 'request failed');
-    closeIfBodyUnread(request, reply);
-    void reply
-      .code(ERROR_STATUS[tw.code])
-      .headers(tw.headers)
-      .send({ detail: tw.message, error: { code: tw.code, message: tw.message } });
-  });
+  registerErrorHandler(app, zenmlErrorBody);
 
   /** The run a ZenML client names; an unknown one is filed under the zenmlPipeline setting. */
   const keyOf = async (runId: string): Promise<StreamKey> => {
@@ -142,23 +134,21 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     return run ? runKey(run.pipeline, run.runId) : runKey(settings.zenmlPipeline, runId);
   };
 
-  // The original's limits in its words: 1000 events, each at most 64 KiB + its envelope.
-  const batch = batchLimits(
-    { maxBatchEntries: BATCH_MAX, maxEventBytes: PAYLOAD_BYTES_MAX },
-    'payload',
-    {
-      tooMany: (count) =>
-        new TailwaterError(
-          'TW_UNPROCESSABLE',
-          `A batch holds at most ${BATCH_MAX} events (was ${count} or more).`,
-        ),
-      itemTooLarge: (_index, bytes) =>
-        new TailwaterError(
-          'TW_EVENT_TOO_LARGE',
-          `Event exceeds ${PAYLOAD_BYTES_MAX + ENVELOPE_BYTES} bytes (was ${bytes}).`,
-        ),
-    },
-  );
+  // The server's own limits (by default the original's: 1000 events, each at most 64 KiB of
+  // payload and its envelope), refused in the original's words.
+  const { maxBatchEntries, maxEventBytes } = settings;
+  const batch = batchLimits(settings, 'payload', {
+    tooMany: (count) =>
+      new TailwaterError(
+        'TW_UNPROCESSABLE',
+        `A batch holds at most ${maxBatchEntries} events (was ${count} or more).`,
+      ),
+    itemTooLarge: (_index, bytes) =>
+      new TailwaterError(
+        'TW_EVENT_TOO_LARGE',
+        `Event exceeds ${maxEventBytes + EVENT_ENVELOPE_BYTES} bytes (was ${bytes}).`,
+      ),
+  });
 
   app.post(`${ZENML_PREFIX}/:runId/events`, batch, async (request) => {
     const runId = (request.params as { runId: string }).runId;
@@ -199,10 +189,10 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       }
       // The original's second check, in its words (the whole event was checked as it came).
       const payloadSize = Buffer.byteLength(payload, 'utf8');
-      if (payloadSize > settings.maxEventBytes) {
+      if (payloadSize > maxEventBytes) {
         throw new TailwaterError(
           'TW_EVENT_TOO_LARGE',
-          `Event exceeds ${settings.maxEventBytes} bytes (was ${payloadSize}).`,
+          `Event exceeds ${maxEventBytes} bytes (was ${payloadSize}).`,
         );
       }
       const extra: Record<string, unknown> = {};

@@ -2,6 +2,11 @@ import { TailwaterError } from './errors.js';
 
 const DIGITS = /^\d{1,15}$/;
 
+/** Whether a value is a seq cursor as this server writes them. */
+export function isCursor(value: string): boolean {
+  return DIGITS.test(value.trim());
+}
+
 /** Parses a seq cursor: a non-negative integer, never clamped or guessed. */
 export function parseCursor(value: string, what = 'cursor'): number {
   const trimmed = value.trim();

@@ -19,6 +19,7 @@ import type {
   AppendLogResult,
   ListRunsRequest,
   LogChunk,
+  LogChunkPosition,
   Page,
   PageRequest,
   PutRunResult,
@@ -115,7 +116,7 @@ export const READ_SQL = {
     WHERE stream_id = ? AND log_offset IS NOT NULL ORDER BY log_offset DESC`,
   firstLogAtOrAfter: `SELECT seq, log_offset FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset LIMIT 1`,
-  logRange: `SELECT log_offset, body, time FROM entries INDEXED BY entries_log_offset
+  logRange: `SELECT seq, log_offset, body, time FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
   logChunkStartBefore: `SELECT max(log_offset) AS start FROM entries
     WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
@@ -155,7 +156,7 @@ function readStatements(db: Database.Database) {
     ),
     logRange: db.prepare<
       [number, number, number],
-      { log_offset: number; body: string; time: number }
+      { seq: number; log_offset: number; body: string; time: number }
     >(q.logRange),
     logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
       q.logChunkStartBefore,
@@ -721,10 +722,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async logChunkAt(
-    key: StreamKey,
-    byte: number,
-  ): Promise<{ offset: number; size: number } | undefined> {
+  async logChunkAt(key: StreamKey, byte: number): Promise<LogChunkPosition | undefined> {
     const sid = this.knownStreamId(key);
     if (sid === undefined) return undefined;
     const start = this.r.logChunkStartBefore.get(sid, byte)?.start;
@@ -732,7 +730,7 @@ export class SqliteStore implements Store {
     const [row] = this.r.logRange.all(sid, start, start + 1);
     if (!row) return undefined;
     const size = Buffer.byteLength(row.body, 'utf8');
-    return start + size > byte ? { offset: start, size } : undefined;
+    return start + size > byte ? { offset: start, size, seq: row.seq } : undefined;
   }
 
   async listTopics(page: PageRequest): Promise<Page<string>> {

@@ -82,6 +82,13 @@ export interface LogChunk {
   time: string;
 }
 
+/** Where a log chunk is: in the log (its bytes) and in its stream (the seq of its entry). */
+export interface LogChunkPosition {
+  offset: number;
+  size: number;
+  seq: number;
+}
+
 export interface TrimPolicy {
   /** Keep at most this many newest entries; 0 means no limit by count. */
   maxEntries: number;
@@ -168,8 +175,8 @@ export interface Store {
    * the tail: the chunks that end within the last `limit` bytes (Freight's semantics).
    */
   readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
-  /** The log chunk that holds byte `byte` of the log (its offset and size), if there is one. */
-  logChunkAt(key: StreamKey, byte: number): Promise<{ offset: number; size: number } | undefined>;
+  /** The log chunk that holds byte `byte` of the log, if there is one. */
+  logChunkAt(key: StreamKey, byte: number): Promise<LogChunkPosition | undefined>;
 
   /** Topics ever written, the server's own (`_runs`) included, by name, a page at a time. */
   listTopics(page: PageRequest): Promise<Page<string>>;
