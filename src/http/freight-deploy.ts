@@ -31,6 +31,29 @@ export function deployRun(app: string, env: string, number: string) {
   return { pipeline: `${app}.${env}`, runId: number };
 }
 
+/** The app and environment a pipeline `{app}.{env}` stands for (the last dot splits them). */
+export function appOf(pipeline: string): { app: string; environment: string } | undefined {
+  const dot = pipeline.lastIndexOf('.');
+  if (dot <= 0 || dot === pipeline.length - 1) return undefined;
+  return { app: pipeline.slice(0, dot), environment: pipeline.slice(dot + 1) };
+}
+
+/**
+ * Freight's app list entry, which its UI needs before it shows any deploy page: its
+ * environments are those of the pipelines `{app}.{env}`. Tailwater deploys nothing itself, so
+ * there is no repository, and no app is locked.
+ */
+export function serializeApp(app: string, environments: readonly string[]) {
+  return {
+    id: app,
+    name: app,
+    environments: Object.fromEntries(environments.map((env) => [env, { defaultRef: 'master' }])),
+    repository: null,
+    changeLabels: [],
+    lockedReason: null,
+  };
+}
+
 /**
  * Freight writes times as naive UTC with six decimals and a literal Z
  * (`2026-12-01T22:22:02.123000Z`); its UI parses them as such.
@@ -67,9 +90,7 @@ function metaString(run: Run, name: string): string | undefined {
  * duration of `recent` (the pipeline's recent successful runs), as Freight estimates it.
  */
 export function serializeDeploy(run: Run, recent: readonly Run[]) {
-  const dot = run.pipeline.lastIndexOf('.');
-  const app = dot > 0 ? run.pipeline.slice(0, dot) : run.pipeline;
-  const environment = dot > 0 ? run.pipeline.slice(dot + 1) : '';
+  const { app, environment } = appOf(run.pipeline) ?? { app: run.pipeline, environment: '' };
   const number = /^\d{1,15}$/.test(run.runId) ? Number(run.runId) : run.runId;
   const duration =
     run.startedAt && run.endedAt && run.endedAt >= run.startedAt

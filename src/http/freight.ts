@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
 import type { ErrorCode } from '../model/errors.js';
 import { validateRunId } from '../model/names.js';
+import { TAILWATER_VERSION } from '../model/version.js';
 import type { Run } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey } from '../model/stream-key.js';
@@ -12,7 +13,7 @@ import type { BodyConfig } from './body.js';
 import type { AppDeps } from './deps.js';
 import type { ErrorBody } from './errors.js';
 import { registerErrorHandler } from './errors.js';
-import { deployRun, freightDate, serializeDeploy } from './freight-deploy.js';
+import { appOf, deployRun, freightDate, serializeApp, serializeDeploy } from './freight-deploy.js';
 import { findRunAnywhere, intParam, pipelineParam } from './params.js';
 import { logChunks } from './read.js';
 
@@ -112,11 +113,50 @@ async function recentRuns(store: Store, run: Run): Promise<Run[]> {
   return (await store.listRuns(run.pipeline, { limit: 10, status: 'success' })).items;
 }
 
+/** The most pipelines the app list reads (ten pages); past it the list is cut, and logged. */
+const MAX_PIPELINES_LISTED = 10_000;
+
+/** Freight's apps: every pipeline named `{app}.{env}`, grouped by app, sorted by name. */
+async function listApps(store: Store, name: string | undefined, log: FastifyRequest['log']) {
+  const environments = new Map<string, string[]>();
+  let after: string | undefined;
+  let read = 0;
+  do {
+    const page = await store.listPipelines({ after, limit: 1000 });
+    for (const pipeline of page.items) {
+      const parts = appOf(pipeline.fqn);
+      if (!parts || (name !== undefined && parts.app !== name)) continue;
+      const envs = environments.get(parts.app) ?? [];
+      envs.push(parts.environment);
+      environments.set(parts.app, envs);
+    }
+    read += page.items.length;
+    after = page.next;
+  } while (after !== undefined && read < MAX_PIPELINES_LISTED);
+  if (after !== undefined) log.warn({ read }, 'Freight app list cut at its pipeline limit');
+  return [...environments.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([app, envs]) => serializeApp(app, envs));
+}
+
 const cancelBody = z.object({ status: z.literal('cancelled') });
 
 export async function freightRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, ingest } = deps;
   registerErrorHandler(app, freightErrorBody);
+
+  // What Freight's UI reads before it shows any page: its config, and the apps (a deploy page
+  // looks its app up in that list).
+  for (const slash of ['/', '']) {
+    app.get(`${FREIGHT_PREFIX}/config${slash}`, async () => ({
+      SENTRY_PUBLIC_DSN: null,
+      VERSION: TAILWATER_VERSION,
+    }));
+    app.get(`${FREIGHT_PREFIX}/apps${slash}`, async (request) => {
+      const name = (request.query as Query)['name'];
+      return listApps(store, typeof name === 'string' ? name : undefined, request.log);
+    });
+  }
 
   const details = async (request: FastifyRequest) => {
     const run = await deployOf(store, request.params as DeployParams);
