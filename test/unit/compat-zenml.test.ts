@@ -217,19 +217,33 @@ describe('ZenML filters and cursors', () => {
   });
 
   it.each([
-    ['?since=abc', 'since=abc', {}],
-    ['?since=-1', 'since=-1', {}],
-    ['Last-Event-ID: 1-0', '', { 'Last-Event-ID': '1715000000000-0' }],
-    ['Last-Event-ID: xyz over a good ?since=', 'since=1', { 'Last-Event-ID': 'xyz' }],
-  ])('answers a malformed cursor (%s) with 400', async (_what, query, headers) => {
+    ['?since=abc', 'since=abc'],
+    ['?since=-1', 'since=-1'],
+  ])('answers a malformed ?since= (%s) with 400', async (_what, query) => {
     const t = await start();
     await publish(t, [event()]);
-    const answer = await refused(t, streamPath(RUN, query), headers);
+    const answer = await refused(t, streamPath(RUN, query));
     expect(answer.status).toBe(400);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
     expect(typeof answer.body!.detail).toBe('string');
     expect(answer.body!.detail.length).toBeGreaterThan(0);
   });
+
+  it.each([
+    ['a Redis stream id', '', { 'Last-Event-ID': '1718000000000-0' }],
+    ['an id that is no cursor at all, over a good ?since=', 'since=1', { 'Last-Event-ID': 'xyz' }],
+  ])(
+    'answers a Last-Event-ID it did not issue (%s) with gap reset and the stream from its start',
+    async (_what, query, headers) => {
+      const t = await start();
+      await publish(t, [event(), event()]); // ids 2, 3 (1 is the run's status entry)
+      const reader = await open(t, streamPath(RUN, query), headers);
+      expect(reader.status).toBe(200);
+      await reader.waitFor(hasId(3));
+      expect(reader.events[0]).toMatchObject({ event: 'gap', data: '{"reason":"reset"}' });
+      expect(reader.events.slice(1).map((e) => e.id)).toEqual(['1', '2', '3']);
+    },
+  );
 
   it('sends a `: ping` comment while nothing else is sent', async () => {
     const t = await start({ heartbeatSeconds: 0.2 });

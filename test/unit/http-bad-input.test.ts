@@ -801,23 +801,40 @@ describe('cursors', () => {
     { name: 'after=-1', url: `${runStream}?after=-1`, headers: {} },
     { name: 'after=abc', url: `${runStream}?after=abc`, headers: {} },
     { name: 'since=x', url: `${runStream}?since=x`, headers: {} },
-    { name: 'Last-Event-ID: x', url: runStream, headers: { 'last-event-id': 'x' } },
-    { name: 'Last-Event-ID: -1', url: runStream, headers: { 'last-event-id': '-1' } },
-    {
-      name: 'Last-Event-ID: x beside a good ?after (the header wins)',
-      url: `${runStream}?after=2`,
-      headers: { 'last-event-id': 'x' },
-    },
-    {
-      name: 'Last-Event-ID: x on a topic stream',
-      url: `/api/v1/topics/${TOPIC}/stream`,
-      headers: { 'last-event-id': 'x' },
-    },
     { name: 'after=-1 on the runs feed', url: '/api/v1/runs/stream?after=-1', headers: {} },
   ])(
     'a stream with $name is 400 TW_BAD_CURSOR before any stream opens',
     async ({ url, headers }) => {
       await expectRefused({ method: 'GET', url, headers }, 400, 'TW_BAD_CURSOR');
+    },
+  );
+
+  // An EventSource never reconnects after a 4xx, so a header it sends by itself is not refused.
+  test.each([
+    { name: 'x', url: runStream, headers: { 'last-event-id': 'x' } },
+    { name: '-1', url: runStream, headers: { 'last-event-id': '-1' } },
+    { name: 'a Redis stream id', url: runStream, headers: { 'last-event-id': '1718000000000-0' } },
+    {
+      name: 'x beside a good ?after (the header wins)',
+      url: `${runStream}?after=2`,
+      headers: { 'last-event-id': 'x' },
+    },
+    {
+      name: 'x on a topic stream',
+      url: `/api/v1/topics/${TOPIC}/stream`,
+      headers: { 'last-event-id': 'x' },
+    },
+  ])(
+    'a stream with Last-Event-ID: $name opens with gap reset, the stream from its start',
+    async ({ url, headers }) => {
+      const reader = await openStream(url, headers);
+      try {
+        await reader.waitFor((events) => events.length >= 2);
+        expect(reader.events[0]).toMatchObject({ event: 'gap', data: '{"reason":"reset"}' });
+        expect(reader.events[1]!.id).toBe('1');
+      } finally {
+        reader.close();
+      }
     },
   );
 });

@@ -619,12 +619,19 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           { text: 'z' },
         ]);
         // Bytes: a b | 例 (3 bytes) \n | z  → chunks at 0 (2 B), 2 (4 B), 6 (1 B).
+        const seqOf = new Map(
+          (await store.readEntries(run, { afterSeq: 0, limit: 10, kinds: ['log'] })).map((e) => [
+            e.offset,
+            e.seq,
+          ]),
+        );
         const at = (byte: number) => store.logChunkAt(run, byte);
-        expect(await at(0)).toEqual({ offset: 0, size: 2 });
-        expect(await at(1)).toEqual({ offset: 0, size: 2 });
-        expect(await at(3)).toEqual({ offset: 2, size: 4 });
-        expect(await at(5)).toEqual({ offset: 2, size: 4 });
-        expect(await at(6)).toEqual({ offset: 6, size: 1 });
+        expect(await at(0)).toEqual({ offset: 0, size: 2, seq: seqOf.get(0) });
+        expect(await at(1)).toEqual({ offset: 0, size: 2, seq: seqOf.get(0) });
+        expect(await at(3)).toEqual({ offset: 2, size: 4, seq: seqOf.get(2) });
+        expect(await at(5)).toEqual({ offset: 2, size: 4, seq: seqOf.get(2) });
+        expect(await at(6)).toEqual({ offset: 6, size: 1, seq: seqOf.get(6) });
+        expect(new Set(seqOf.values()).size).toBe(3);
         expect(await at(7)).toBeUndefined();
         expect(await store.logChunkAt(runKey('freight', 'none'), 0)).toBeUndefined();
       });
