@@ -173,7 +173,9 @@ async function watchForCancel(
         token: options.client.token,
         target: { pipeline: options.pipeline, runId: options.runId },
         kinds: ['status'],
-        ...(after === undefined ? { from: 'latest' as const } : { after }),
+        // The run's latest status entry first: a cancel requested before this watch began
+        // (while the command was starting) is in it, and is not missed.
+        ...(after === undefined ? { tail: 1 } : { after }),
         maxRetries: Number.MAX_SAFE_INTEGER,
         backoff: { initialMs: 200, maxMs: 2000 },
         signal,

@@ -216,6 +216,28 @@ describe('tailwater run against a real tailwater serve', () => {
 
   const runPath = (runId: string) => runPathOf(PIPELINE, runId);
 
+  it('stops for a cancel requested the moment its run exists, before it could be following the run', async () => {
+    const server = await startServer(['--data', tempDir('tailwater-runner-data-')]);
+    const runId = 'cancel-at-once';
+    const cli = startCli(
+      ['--pipeline', PIPELINE, '--run-id', runId, '--server', server.url, '--', 'sleep', '30'],
+      tempDir('tailwater-runner-spool-'),
+    );
+    // Cancel as soon as the run answers, as a Cancel button pressed at once would.
+    let cancelled: Response | undefined;
+    for (let attempt = 0; attempt < 500 && !cancelled; attempt += 1) {
+      const res = await fetch(`${server.url}${runPath(runId)}/cancel`, { method: 'POST' });
+      if (res.status === 202) cancelled = res;
+      else await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(cancelled?.status).toBe(202);
+    expect(await cli.exited, cli.stderr()).toEqual({ code: 130, signal: null });
+    expect(await logText(server.url, runPath(runId))).toBe(
+      `${header(['sleep', '30'])}>> Task was cancelled\n`,
+    );
+    expect(await runStatus(server.url, runPath(runId))).toBe('cancelled');
+  }, 40_000);
+
   it('the binary has a `run` command', async () => {
     const child = spawn(process.execPath, [BIN, 'run', '--help'], {
       stdio: ['ignore', 'pipe', 'pipe'],
