@@ -231,7 +231,10 @@ export class Hub {
     kinds: readonly string[] | undefined,
   ): Promise<{ cursor: number; gap?: GapInfo }> {
     if (start.type === 'latest') return { cursor: tailer.top };
+    // Where a cursor this dialect cannot place leads: the latest few entries, or the start.
+    let fallbackTail: number | undefined;
     if (start.type === 'afterProducerId') {
+      fallbackTail = start.tail;
       const seq = await this.seqOfProducerId(tailer.key, start.id);
       start =
         seq === undefined ? { type: 'unplaceable', tail: start.tail } : { type: 'after', seq };
@@ -250,6 +253,9 @@ export class Hub {
     if (start.type === 'tail') return { cursor: await tail(start.count) };
     if (start.type === 'unplaceable' && start.tail !== undefined) {
       return { cursor: await tail(start.tail), gap: { reason: 'reset' } };
+    }
+    if (start.type === 'after' && start.seq > last && fallbackTail !== undefined) {
+      return { cursor: await tail(fallbackTail), gap: { reason: 'reset' } };
     }
     if (start.type === 'unplaceable' || start.seq > last) {
       return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };

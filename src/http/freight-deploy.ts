@@ -107,7 +107,7 @@ export function serializeDeploy(run: Run, recent: readonly Run[]) {
   return {
     id: run.id,
     name: `${app}/${environment}#${run.runId}`,
-    app: { id: run.pipeline, name: app },
+    app: { id: app, name: app },
     environment,
     number,
     status: freightStatus(run.status),

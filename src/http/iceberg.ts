@@ -7,6 +7,7 @@ import { RAW_DATA } from '../model/entry.js';
 import { SERVER_ID_PREFIX } from '../model/names.js';
 import { topicKey } from '../model/stream-key.js';
 import type { AppDeps } from './deps.js';
+import { lastEventId } from './params.js';
 import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 /**
@@ -80,11 +81,10 @@ export async function icebergRoutes(
 ): Promise<void> {
   app.get(`${ICEBERG_PREFIX}/events`, async (request, reply) => {
     const key = topicKey(settings.icebergTopic);
-    const header = request.headers['last-event-id'];
-    const lastEventId = Array.isArray(header) ? header[0] : header;
+    const resumeAfter = lastEventId(request.headers);
     const replay = settings.icebergReplayOnConnect;
-    const start: StartPosition = lastEventId
-      ? { type: 'afterProducerId', id: lastEventId, tail: replay }
+    const start: StartPosition = resumeAfter
+      ? { type: 'afterProducerId', id: resumeAfter, tail: replay }
       : { type: 'tail', count: replay };
     await streamTo(
       hub,

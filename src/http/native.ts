@@ -7,6 +7,7 @@ import { runKey, topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import {
+  lastEventId,
   parseFilter,
   parseList,
   parseStart,
@@ -80,7 +81,7 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
     where?: (entry: Entry) => boolean,
   ): Promise<void> => {
     const query = request.query as Query;
-    const start: StartPosition = parseStart(request.headers['last-event-id'], query);
+    const start: StartPosition = parseStart(lastEventId(request.headers), query);
     const filter = { ...parseFilter(query), where };
     await streamTo(
       deps.hub,

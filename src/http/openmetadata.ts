@@ -11,7 +11,7 @@ import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { ErrorBody } from './errors.js';
 import { registerErrorHandler, tailwaterErrorBody, toTailwaterError } from './errors.js';
-import { intParam, pipelineParam } from './params.js';
+import { intParam, lastEventId, pipelineParam } from './params.js';
 import { isCursor, parseCursor } from '../model/cursor.js';
 import { attachment, logChunks, logText } from './read.js';
 import { commentBytes, frameBytes, HttpViewerTransport, streamTo } from './sse.js';
@@ -63,11 +63,6 @@ function logEnd(entry: Entry): number {
 }
 
 /**
- * A frame with `after` also carries it as its SSE `id`, so a plain EventSource resumes by
- * itself (with Last-Event-ID) where OpenMetadata's own UI resumes with `?after=`; OpenMetadata's
- * UI reads only the data.
- */
-/**
  * Conditions that pass by themselves (a restart under way, a store that does not answer): the
  * client should retry after a while, not give up, so they are not told as `error` events.
  */
@@ -77,6 +72,11 @@ const TRANSIENT: ReadonlySet<ErrorCode> = new Set([
   'TW_SERVER_BUSY',
 ]);
 
+/**
+ * A frame with `after` also carries it as its SSE `id`, so a plain EventSource resumes by
+ * itself (with Last-Event-ID) where OpenMetadata's own UI resumes with `?after=`; OpenMetadata's
+ * UI reads only the data.
+ */
 function dataFrame(event: LogStreamEvent): Buffer {
   return frameBytes({ id: event.after, data: JSON.stringify(event) });
 }
@@ -210,17 +210,20 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
 
   app.get(`${OPENMETADATA_PREFIX}/:fqn/stream/:runId`, async (request, reply) => {
     const params = request.params as { fqn: string; runId: string };
-    // An unknown pipeline is a 404; once it is known, every refusal is an `error` event on a 200
-    // stream, as in the original: OpenMetadata's UI takes a 503 as "this server cannot stream"
-    // and gives up, and retries any other status for ever.
+    // An unknown pipeline is a 404; once it is known, a refusal is an `error` event on a 200
+    // stream, as in the original (OpenMetadata's UI takes a 503 as "this server cannot stream"
+    // and gives up, and retries any other status for ever), and a passing condition a 200 whose
+    // body ends at once, which the UI retries after a backoff.
     const fqn = await resolvePipeline(store, params.fqn);
-    const encoderFor = (after: number) => new OpenMetadataEncoder(params.runId, after);
+    let encoderFor = (after: number) => new OpenMetadataEncoder(params.runId, after);
     try {
       const runId = validateRunId(params.runId);
+      // Frames are shared by every viewer of the run: they name it as it is stored (in NFC).
+      encoderFor = (after: number) => new OpenMetadataEncoder(runId, after);
       // A browser EventSource resumes with Last-Event-ID (the same cursor as `after`), and
       // sends the URL it first opened, so the header is the newer of the two.
-      const cursor =
-        first(request.headers['last-event-id']) ?? first((request.query as Query)['after']);
+      const header = lastEventId(request.headers)?.trim();
+      const cursor = header ? header : first((request.query as Query)['after']);
       const { start, after } = startFrom(cursor);
       await streamTo(hub, reply, runKey(fqn, runId), start, {}, encoderFor(after));
     } catch (error) {
@@ -247,22 +250,27 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
       afterParam === undefined || afterParam === '' ? 0 : parseCursor(afterParam, 'after cursor');
     const limit = intParam(query, 'limit', { min: 1, max: 10_000, default: 1000 });
     const key = runKey(fqn, run.runId);
+    // The chunks that start at or after `from`: a cursor inside a chunk (not one this endpoint
+    // gave) skips to the next, as Freight's offsets do, so a page never repeats text.
+    const start = from;
     let text = '';
-    let end = from;
+    let end: number | undefined;
     let count = 0;
-    for await (const chunk of logChunks(store, key, from)) {
-      if (count === limit || (count > 0 && end - from + chunk.size > PAGE_BYTES)) break;
+    for await (const chunk of logChunks(store, key, start)) {
+      if (count === limit || (end !== undefined && end - start + chunk.size > PAGE_BYTES)) break;
       text += chunk.text;
       end = chunk.offset + chunk.size;
       count += 1;
     }
-    const total = Math.max(run.logBytes, end);
+    // The log may have grown since the run was read: it is at least as long as what was read.
+    const total = Math.max(run.logBytes, end ?? 0);
     return {
       ingestion_task: text,
-      ...(end < total ? { after: String(end) } : {}),
+      ...(end !== undefined && end < total ? { after: String(end) } : {}),
       total: String(total),
     };
   });
+
   app.get(`${OPENMETADATA_PREFIX}/:fqn/last/download`, async (request, reply) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const run = (await store.latestRun(fqn))!;

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { StartPosition } from '../engine/hub.js';
 import type { EntryFilter } from '../engine/filter.js';
 import { isCursor, parseCursor } from '../model/cursor.js';
@@ -43,6 +44,24 @@ export async function findRunAnywhere(store: Store, runIdOrId: string): Promise<
     );
   }
   return runs[0];
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The `Last-Event-ID` a client sent. Node reads header bytes as Latin-1, while a browser sends
+ * the id it was given as UTF-8, so an id such as `commit-é-😀` arrives as mojibake: its bytes
+ * are read again as UTF-8 when they are that, and taken as Latin-1 otherwise.
+ */
+export function lastEventId(headers: IncomingHttpHeaders): string | undefined {
+  const raw = headers['last-event-id'];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || !/[\x80-\xff]/.test(value)) return value;
+  try {
+    return UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }
 
 /** The most values a list parameter takes (each is an index lookup). */
@@ -123,13 +142,9 @@ export const MAX_TAIL = 100_000;
  * browser moved over from another server sends that server's ids, such as a Redis stream id) is
  * a position this server cannot place: `gap reset` and the stream from its start. A 400 would
  * stop an EventSource for good, since it reconnects only after a 200; a malformed `?after=`,
- * which a person typed, is still a precise 400 (docs/API.md, "Resuming").
+ * which a person typed, is still a precise 400 (docs/API.md, "Streaming").
  */
-export function parseStart(
-  lastEventId: string | string[] | undefined,
-  query: Query,
-): StartPosition {
-  const header = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
+export function parseStart(header: string | undefined, query: Query): StartPosition {
   if (header !== undefined && header.trim() !== '') {
     return isCursor(header) ? { type: 'after', seq: parseCursor(header) } : { type: 'unplaceable' };
   }

@@ -26,15 +26,12 @@ export interface SseFrame {
  * The bytes of one SSE frame: every frame of every dialect is written here, never by hand. An
  * `id` or `event` holding CR or LF would let a value inject frames, so it is refused (as Hono's
  * writer does); `data` is split on every line ending, so a client that reassembles it with LF
- * gets the text back whatever its line endings were (docs/API.md, "Streaming").
+ * gets the text back whatever its line endings were. The `id` comes last: a client that takes
+ * an id as soon as it reads the line (@microsoft/fetch-event-source does), cut off inside the
+ * frame, would otherwise resume after an entry it never got (docs/API.md, "Streaming").
  */
 export function formatFrame(frame: SseFrame): string {
   let out = '';
-  if (frame.id !== undefined) {
-    const id = String(frame.id);
-    if (LINE_BREAK.test(id)) throw new Error('An SSE id must not contain CR or LF.');
-    out += `id: ${id}\n`;
-  }
   if (frame.event !== undefined) {
     if (LINE_BREAK.test(frame.event)) throw new Error('An SSE event must not contain CR or LF.');
     out += `event: ${frame.event}\n`;
@@ -47,6 +44,11 @@ export function formatFrame(frame: SseFrame): string {
   }
   if (frame.data !== undefined) {
     for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  }
+  if (frame.id !== undefined) {
+    const id = String(frame.id);
+    if (LINE_BREAK.test(id)) throw new Error('An SSE id must not contain CR or LF.');
+    out += `id: ${id}\n`;
   }
   return `${out}\n`;
 }

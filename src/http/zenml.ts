@@ -13,7 +13,7 @@ import type { AppDeps } from './deps.js';
 import type { ErrorBody } from './errors.js';
 import { registerErrorHandler, tailwaterErrorBody } from './errors.js';
 import { stringifyWith } from './exact-json.js';
-import { findRunAnywhere, parseList, parseStart } from './params.js';
+import { findRunAnywhere, lastEventId, parseList, parseStart } from './params.js';
 import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 /**
@@ -215,7 +215,7 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     const runId = (request.params as { runId: string }).runId;
     const query = request.query as Query;
     const key = await keyOf(runId);
-    const start = parseStart(request.headers['last-event-id'], {
+    const start = parseStart(lastEventId(request.headers), {
       ...(query['since'] !== undefined ? { since: query['since'] } : {}),
     });
     const filter = {

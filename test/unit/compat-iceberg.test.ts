@@ -126,7 +126,7 @@ describe('the Iceberg dashboard stream', () => {
     await publish(t, [SEED_EVENT]);
     await reader.waitFor((events) => events.length >= 2);
     expect(reader.raw.slice(reader.raw.indexOf('\n\n') + 2)).toBe(
-      `id: ${SEED_EVENT.eventId}\nevent: iceberg-mutation\ndata: ${JSON.stringify(SEED_EVENT)}\n\n`,
+      `event: iceberg-mutation\ndata: ${JSON.stringify(SEED_EVENT)}\nid: ${SEED_EVENT.eventId}\n\n`,
     );
   });
 
@@ -306,6 +306,20 @@ describe('an Iceberg dashboard that loses its connection', () => {
     expect(idsOf(second.received)).toEqual(eventIds([4, 5, 6].map(commit)));
   });
 
+  it('resumes after an eventId that is not ASCII, sent back as a browser sends it: in UTF-8', async () => {
+    const t = await start();
+    const id = 'commit-é-😀';
+    await publish(t, [{ ...commit(1), eventId: id }, commit(2)]);
+    // A header carries bytes: the UTF-8 of the id, which fetch sends byte for byte from Latin-1.
+    const header = Buffer.from(id, 'utf8').toString('latin1');
+    const reader = await open(t, EVENTS_PATH, { 'Last-Event-ID': header });
+    await reader.waitFor((events) => events.some((e) => e.id === commit(2).eventId));
+    expect(reader.events.map((e) => [e.event, e.id])).toEqual([
+      ['connected', undefined],
+      ['iceberg-mutation', commit(2).eventId],
+    ]);
+  });
+
   it('resumes without duplicates from the id it was sent for an event stored without an eventId', async () => {
     const t = await start();
     // An event posted without a producer id is framed with `seq:<seq>`, which no eventId may be.
@@ -324,5 +338,18 @@ describe('an Iceberg dashboard that loses its connection', () => {
     await publish(t, [commit(2)]);
     await until(() => idsOf(second.received).includes(commit(2).eventId), 'a live event');
     expect(idsOf(second.received)).toEqual(eventIds([commit(1), commit(2)]));
+  });
+
+  it('answers a seq: id past the end of the topic (from another server) with gap and the latest events, not the whole topic', async () => {
+    const t = await start({ icebergReplayOnConnect: 2 });
+    const history = [1, 2, 3, 4].map(commit);
+    await publish(t, history);
+    const withHeader: FetchLike = (url, init) =>
+      fetch(url, { ...init, headers: { ...init?.headers, 'Last-Event-ID': 'seq:999' } });
+    const reader = dashboard(`${t.url}${EVENTS_PATH}`, { fetch: withHeader });
+    await until(() => reader.received.mutations.length === 2, 'the latest events');
+    await publish(t, [commit(5)]);
+    await until(() => idsOf(reader.received).includes(commit(5).eventId), 'a live event');
+    expect(idsOf(reader.received)).toEqual(eventIds([commit(3), commit(4), commit(5)]));
   });
 });

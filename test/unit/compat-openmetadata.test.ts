@@ -1,3 +1,4 @@
+import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Subscription } from '../../src/engine/subscription.js';
 import type { ViewerTransport } from '../../src/engine/viewer-transport.js';
@@ -173,8 +174,15 @@ const seedRun = (t: TestApp, lines: number, fqn = PIPELINE, runId = RUN) =>
 const lines = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
 
-/** The exact bytes of one unnamed frame. */
-const frame = (event: object) => `data: ${JSON.stringify(event)}\n\n`;
+/** The exact bytes of one unnamed frame: one with `after` carries it as its SSE id, last. */
+const frame = (event: LogStreamEvent) =>
+  `data: ${JSON.stringify(event)}\n${event.after === undefined ? '' : `id: ${event.after}\n`}\n`;
+
+/** The byte length of some log text in UTF-8: the unit of every OpenMetadata cursor. */
+const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+
+/** The cursor just past an append: where its text ends in the run's log. */
+const endOf = (append: { offset: number; size: number }) => String(append.offset + append.size);
 
 // ---- the seed's own browser reader ------------------------------------------------------------
 
@@ -201,14 +209,14 @@ describe("OpenMetadata's browser reader against the OpenMetadata dialect", () =>
       await until(() => shown.length === i, `line ${i}`);
     }
     expect(ends).toEqual([]);
-    const finished = await putStatus(t, RUN_PATH, 'success');
+    await putStatus(t, RUN_PATH, 'success');
     await within(tailing, 'the stream to end on its own');
 
     expect(shown.join('')).toBe(lines(1, 6));
     expect(ends).toEqual(['runFinished']);
     expect(errors).toEqual([]);
-    // The saved cursor is the complete event's: just past everything the run wrote.
-    expect(client.cursor).toBe(String(finished.lastSeq));
+    // The saved cursor is the complete event's: just past everything the run wrote, in bytes.
+    expect(client.cursor).toBe(String(bytes(lines(1, 6))));
 
     // Reconnecting with the saved cursor: only the complete, nothing shown twice.
     await within(client.tail(PIPELINE, RUN), 'the resumed stream to end');
@@ -216,7 +224,7 @@ describe("OpenMetadata's browser reader against the OpenMetadata dialect", () =>
     expect(shown).toHaveLength(6);
     expect(ends).toEqual(['runFinished', 'runFinished']);
     expect(errors).toEqual([]);
-    expect(client.cursor).toBe(String(finished.lastSeq));
+    expect(client.cursor).toBe(String(bytes(lines(1, 6))));
   });
 });
 
@@ -234,15 +242,11 @@ describe('opening an OpenMetadata log stream', () => {
     expect(reader.headers.get('cache-control')).toBe('no-cache, no-store, no-transform');
     expect(reader.raw).toBe('');
 
-    const finished = await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
     await closedWithin(reader);
+    // A run with no log: the cursor is its start.
     expect(reader.raw).toBe(
-      frame({
-        eventType: 'complete',
-        runId: RUN,
-        after: String(finished.run.lastSeq),
-        reason: 'runFinished',
-      }),
+      frame({ eventType: 'complete', runId: RUN, after: '0', reason: 'runFinished' }),
     );
   });
 
@@ -286,7 +290,7 @@ describe('opening an OpenMetadata log stream', () => {
 // ---- frames --------------------------------------------------------------------------------
 
 describe('OpenMetadata frames', () => {
-  it('are unnamed data frames with no id or event line, so EventSource.onmessage sees them all', async () => {
+  it('are unnamed data frames whose SSE id is their after, so EventSource.onmessage sees them all and resumes by itself', async () => {
     const t = await start();
     await seedRun(t, 3);
     const reader = await open(t, streamPath());
@@ -294,12 +298,15 @@ describe('OpenMetadata frames', () => {
     await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
     await closedWithin(reader);
 
-    expect(reader.raw).not.toMatch(/^(id|event|retry):/m);
+    expect(reader.raw).not.toMatch(/^(event|retry):/m);
     const frames = reader.raw.split('\n\n');
     expect(frames.pop()).toBe('');
     expect(frames).toHaveLength(4);
-    for (const text of frames) expect(text).toMatch(/^data: \{[^\n]*\}$/);
-    expect(reader.events.every((e) => e.event === 'message' && e.id === undefined)).toBe(true);
+    for (const text of frames) expect(text).toMatch(/^data: \{[^\n]*\}\nid: \d+$/);
+    expect(reader.events.every((e) => e.event === 'message')).toBe(true);
+    for (const event of reader.events) {
+      expect(event.id).toBe((JSON.parse(event.data) as LogStreamEvent).after);
+    }
 
     for (const event of eventsOf(reader)) {
       for (const key of Object.keys(event)) expect(EVENT_PROPERTIES).toContain(key);
@@ -315,17 +322,15 @@ describe('OpenMetadata frames', () => {
     await reader.waitFor(logCount(3));
     const events = logsOf(reader);
     expect(events.map((e) => e.logs)).toEqual(['line 1\n', 'line 2\n', 'line 3\n']);
-    for (const event of events) {
-      expect(typeof event.after).toBe('string');
-      expect(event.after).not.toBe('');
-    }
+    // The cursor is the byte offset just past the event's text.
+    expect(events.map((e) => e.after)).toEqual(['7', '14', '21']);
 
     // Each event's cursor resumes just past its own content.
     for (let i = 0; i < events.length; i += 1) {
       const resumed = await open(t, streamPath(PIPELINE, RUN, events[i]!.after));
       const next = await t.ingest.appendLog(PIPELINE, RUN, { text: `probe ${i}\n` });
       await resumed.waitFor((all) =>
-        all.some((e) => (JSON.parse(e.data) as LogStreamEvent).after === String(next.seq)),
+        all.some((e) => (JSON.parse(e.data) as LogStreamEvent).after === endOf(next)),
       );
       const expected = events
         .slice(i + 1)
@@ -358,8 +363,8 @@ describe('OpenMetadata frames', () => {
 
   it('aViewerAlreadyUpToDateIsNotSentTheBacklogAgain', async () => {
     const t = await start();
-    const last = await seedRun(t, 3);
-    const upToDate = await open(t, streamPath(PIPELINE, RUN, String(last)));
+    await seedRun(t, 3);
+    const upToDate = await open(t, streamPath(PIPELINE, RUN, String(bytes(lines(1, 3)))));
     const next = await t.ingest.appendLog(PIPELINE, RUN, { text: 'new\n' });
     await upToDate.waitFor(logCount(1));
 
@@ -369,7 +374,7 @@ describe('OpenMetadata frames', () => {
         eventType: 'logs',
         runId: RUN,
         logs: 'new\n',
-        after: String(next.seq),
+        after: endOf(next),
         replay: false,
         truncated: false,
       },
@@ -380,6 +385,9 @@ describe('OpenMetadata frames', () => {
     ['a cursor from another backend', 'chunk:3:120'],
     ['garbage', 'garbage'],
     ['a cursor past the end of this server', '999999'],
+    ['an offset inside a log chunk', '3'],
+    ['one byte past the end of the log', '22'],
+    ['a negative number', '-1'],
   ])(
     'aViewerWhoseCursorTheServerCannotPlaceIsToldTheReplayIsIncomplete (%s)',
     async (_what, after) => {
@@ -428,12 +436,12 @@ describe('how an OpenMetadata log stream ends', () => {
     await seedRun(t, 1);
     const reader = await open(t, streamPath());
     await reader.waitFor(logCount(1));
-    const finished = await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
     await closedWithin(reader);
     expect(eventsOf(reader).at(-1)).toEqual({
       eventType: 'complete',
       runId: RUN,
-      after: String(finished.run.lastSeq),
+      after: String(bytes('line 1\n')),
       reason: 'runFinished',
     });
   });
@@ -451,7 +459,8 @@ describe('how an OpenMetadata log stream ends', () => {
     ],
   ] as const)('ends a running run with %s and its message', async (reason, settings, message) => {
     const t = await start(settings);
-    const last = await seedRun(t, 1);
+    await seedRun(t, 1);
+    const last = bytes('line 1\n');
     const reader = await open(t, streamPath());
     await closedWithin(reader);
     expect(eventsOf(reader)).toEqual([
@@ -701,18 +710,18 @@ describe('OpenMetadata refusals, heartbeats and sharing', () => {
       offset: 0,
       text: heavy,
     };
-    const bytes = encoder.entry(entry, false)!;
+    const encoded = encoder.entry(entry, false)!;
     const expected = frame({
       eventType: 'logs',
       runId: RUN,
       logs: heavy,
-      after: '2',
+      after: '600',
       replay: false,
       truncated: false,
     });
-    expect(bytes.toString('utf8')).toBe(expected);
-    expect(bytes.length).toBe(Buffer.byteLength(expected, 'utf8'));
-    expect(bytes.length - expected.length).toBe(400);
+    expect(encoded.toString('utf8')).toBe(expected);
+    expect(encoded.length).toBe(Buffer.byteLength(expected, 'utf8'));
+    expect(encoded.length - expected.length).toBe(400);
 
     // A socket that never drains; the cap sits between the frame's weight in characters and
     // in bytes, so only counting encoded bytes puts this viewer over it.
@@ -739,8 +748,8 @@ describe('OpenMetadata refusals, heartbeats and sharing', () => {
     const cap = expected.length + 100;
     const heavyViewer = viewer(cap);
     heavyViewer.subscription.deliver([entry], Date.now());
-    expect(heavyViewer.transport.pendingBytes).toBe(bytes.length);
-    expect(heavyViewer.subscription.bytesSent).toBe(bytes.length);
+    expect(heavyViewer.transport.pendingBytes).toBe(encoded.length);
+    expect(heavyViewer.subscription.bytesSent).toBe(encoded.length);
     expect(heavyViewer.subscription.overPendingCap).toBe(true);
 
     // The same number of ASCII characters stays under the same cap.
@@ -851,5 +860,381 @@ describe('OpenMetadata /last and /last/download', () => {
     expect(Number(match![2])).toBeGreaterThanOrEqual(before);
     expect(Number(match![2])).toBeLessThanOrEqual(after);
     expect(await response.text()).toBe(lines(1, 3));
+  });
+});
+
+// ---- cursors in bytes of the log ------------------------------------------------------------
+
+describe('OpenMetadata cursors are byte offsets into the run log', () => {
+  /** A run whose log lines have events between them: its seqs run far ahead of its bytes. */
+  async function logWithEvents(t: TestApp, texts: readonly string[], eventsBetween: number) {
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    const appends = [];
+    for (const text of texts) {
+      appends.push(await t.ingest.appendLog(PIPELINE, RUN, { text }));
+      const events = Array.from({ length: eventsBetween }, (_, i) => ({
+        kind: 'progress',
+        data: undefined,
+        dataJson: JSON.stringify({ i }),
+      }));
+      if (events.length > 0) await t.ingest.appendEvents(KEY, events);
+    }
+    return appends;
+  }
+
+  it('gives each logs frame the byte offset just past its text, multi-byte text counted in bytes', async () => {
+    const t = await start();
+    const appends = await logWithEvents(t, ['a\n', '例\n', 'c\n'], 5);
+    expect(appends.at(-1)!.seq).toBeGreaterThan(bytes('a\n例\nc\n'));
+    const reader = await open(t, streamPath());
+    await reader.waitFor(logCount(3));
+    expect(logsOf(reader).map((e) => [e.logs, e.after])).toEqual([
+      ['a\n', '2'],
+      ['例\n', '6'],
+      ['c\n', '8'],
+    ]);
+    expect(reader.events.map((e) => e.id)).toEqual(['2', '6', '8']);
+  });
+
+  it('resumes from the end of any chunk with exactly what follows, however many events sit between', async () => {
+    const t = await start();
+    await logWithEvents(t, ['a\n', '例\n', 'c\n'], 5);
+    let probes = '';
+    for (const [after, expected] of [
+      ['0', 'a\n例\nc\n'],
+      ['2', '例\nc\n'],
+      ['6', 'c\n'],
+    ] as const) {
+      const resumed = await open(t, streamPath(PIPELINE, RUN, after));
+      const probe = await t.ingest.appendLog(PIPELINE, RUN, { text: `probe ${after}\n` });
+      probes += `probe ${after}\n`;
+      await resumed.waitFor((all) => all.some((e) => e.id === endOf(probe)));
+      const got = logsOf(resumed);
+      expect(
+        got.every((e) => e.truncated === false),
+        after,
+      ).toBe(true);
+      // What followed the cursor, then the probes appended since the first resume.
+      expect(textOf(got), after).toBe(expected + probes);
+      resumed.close();
+    }
+  });
+
+  it('resumes by Last-Event-ID as a plain EventSource does, the header winning over ?after=', async () => {
+    const t = await start();
+    await seedRun(t, 3);
+    for (const [path, headers] of [
+      [streamPath(), { 'Last-Event-ID': '7' }],
+      [streamPath(PIPELINE, RUN, '0'), { 'Last-Event-ID': '7' }],
+      [streamPath(PIPELINE, RUN, '14'), { 'Last-Event-ID': '7' }],
+    ] as const) {
+      const reader = await open(t, path, headers);
+      await reader.waitFor(logCount(2));
+      expect(
+        logsOf(reader).map((e) => e.logs),
+        path,
+      ).toEqual(['line 2\n', 'line 3\n']);
+      expect(
+        logsOf(reader).every((e) => e.truncated === false),
+        path,
+      ).toBe(true);
+      reader.close();
+    }
+  });
+
+  it.each([
+    ['a Redis stream id', '1718000000000-0'],
+    ['text', 'x'],
+    ['an offset inside a chunk', '3'],
+    ['an offset past the end', '999'],
+  ])(
+    'answers a Last-Event-ID it cannot place (%s) with the truncated notice, then the whole log',
+    async (_what, id) => {
+      const t = await start();
+      await seedRun(t, 3);
+      const reader = await open(t, streamPath(PIPELINE, RUN, '7'), { 'Last-Event-ID': id });
+      expect(reader.status).toBe(200);
+      await reader.waitFor(logCount(4));
+      expect(
+        reader.raw.startsWith(
+          frame({ eventType: 'logs', runId: RUN, logs: '', replay: true, truncated: true }),
+        ),
+      ).toBe(true);
+      expect(reader.events[0]!.id).toBeUndefined();
+      expect(
+        logsOf(reader)
+          .slice(1)
+          .map((e) => [e.logs, e.after]),
+      ).toEqual([
+        ['line 1\n', '7'],
+        ['line 2\n', '14'],
+        ['line 3\n', '21'],
+      ]);
+    },
+  );
+
+  it('lets an EventSource that knows nothing of OpenMetadata resume by itself after a maxDuration end', async () => {
+    const t = await start({ maxStreamSeconds: 0.5 });
+    await seedRun(t, 3);
+    const sent: Array<string | null> = [];
+    const shown: string[] = [];
+    const completes: LogStreamEvent[] = [];
+    const es = new EventSource(`${t.url}${streamPath()}`, {
+      fetch: (input, init) => {
+        sent.push(new Headers(init?.headers).get('last-event-id'));
+        return fetch(input, init);
+      },
+    });
+    seedClients.push({ abort: () => es.close() });
+    es.onmessage = (message) => {
+      const event = JSON.parse(String(message.data)) as LogStreamEvent;
+      if (event.eventType === 'logs') shown.push(event.logs!);
+      if (event.eventType === 'complete') completes.push(event);
+    };
+    await until(() => shown.length === 3, 'the backlog');
+    // The first stream ends after 0.5 s; line 4 is written while the EventSource is away.
+    await until(() => completes.length === 1, 'the end of the first stream');
+    expect(completes[0]).toMatchObject({ reason: 'maxDuration', after: '21' });
+    await t.ingest.appendLog(PIPELINE, RUN, { text: 'line 4\n' });
+    // It reconnects after its own delay (3 s), with the id of the last frame it got.
+    await until(() => shown.length === 4, 'line 4 after the reconnect', 15_000);
+    es.close();
+    expect(shown.join('')).toBe(lines(1, 4));
+    expect(sent.slice(0, 2)).toEqual([null, '21']);
+  }, 20_000);
+
+  it('ends with a complete whose after is the cursor resumed from when nothing followed it', async () => {
+    const t = await start();
+    await seedRun(t, 3);
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    const reader = await open(t, streamPath(PIPELINE, RUN, '21'));
+    await closedWithin(reader);
+    expect(reader.raw).toBe(
+      frame({ eventType: 'complete', runId: RUN, after: '21', reason: 'runFinished' }),
+    );
+  });
+
+  it('ends a replay after the truncated notice with a complete at the end of what it replayed', async () => {
+    const t = await start();
+    await seedRun(t, 2);
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    const reader = await open(t, streamPath(PIPELINE, RUN, 'garbage'));
+    await closedWithin(reader);
+    expect(eventsOf(reader).map((e) => [e.eventType, e.after])).toEqual([
+      ['logs', undefined],
+      ['logs', '7'],
+      ['logs', '14'],
+      ['complete', '14'],
+    ]);
+  });
+});
+
+// ---- refusals: always an event on a 200 stream once the pipeline is known ------------------------
+
+describe('OpenMetadata refusals after the pipeline is known', () => {
+  it('refuses a run id it cannot take with one error event on a 200 stream, not an HTTP error', async () => {
+    const t = await start();
+    await seedRun(t, 1);
+    const runId = 'r'.repeat(300);
+    const refused = await open(t, streamPath(PIPELINE, runId));
+    expect(refused.status).toBe(200);
+    expect(refused.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    await closedWithin(refused);
+    const events = eventsOf(refused);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ eventType: 'error', runId });
+    expect(Object.keys(events[0]!).sort()).toEqual(['eventType', 'message', 'runId']);
+    expect(events[0]!.message!.length).toBeGreaterThan(0);
+    // An error frame has no cursor, so it has no id.
+    expect(refused.raw).not.toMatch(/^id:/m);
+  });
+
+  it('answers a stream asked for while the server shuts down with 200, never a 503', async () => {
+    const t = await start();
+    await seedRun(t, 1);
+    t.hub.shutdown();
+    const reader = await open(t, streamPath());
+    expect(reader.status).toBe(200);
+    expect(reader.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    await closedWithin(reader);
+  });
+
+  it('ends a stream asked for while the server shuts down with no frame at all, which the UI retries, not an error event that would stop it', async () => {
+    const t = await start();
+    await seedRun(t, 1);
+    t.hub.shutdown();
+    const reader = await open(t, streamPath());
+    expect(reader.status).toBe(200);
+    await closedWithin(reader);
+    expect(eventsOf(reader)).toEqual([]);
+    expect(reader.raw).toBe('');
+  });
+
+  it.each([
+    ['the stream', (fqn: string) => streamPath(fqn)],
+    ['the paginated log', (fqn: string) => `${PREFIX}/${encodeURIComponent(fqn)}/last`],
+    ['the download', (fqn: string) => `${PREFIX}/${encodeURIComponent(fqn)}/last/download`],
+  ])(
+    "answers an unknown pipeline on %s with 404 in OpenMetadata's error shape",
+    async (_what, path) => {
+      const t = await start();
+      await seedRun(t, 1);
+      const answer = await http(t, 'GET', path('no.such.pipeline'));
+      expect(answer.status).toBe(404);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = JSON.parse(answer.text) as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['code', 'message', 'error']);
+      expect(body).toEqual({
+        code: 404,
+        message: expect.stringContaining('no.such.pipeline'),
+        error: { code: 'TW_PIPELINE_NOT_FOUND', message: body['message'] },
+      });
+    },
+  );
+
+  it("answers a bad query on the paginated log with 400 in OpenMetadata's error shape", async () => {
+    const t = await start();
+    await seedRun(t, 1);
+    const answer = await http(t, 'GET', `${PREFIX}/${encodeURIComponent(PIPELINE)}/last?limit=0`);
+    expect(answer.status).toBe(400);
+    const body = JSON.parse(answer.text) as Record<string, unknown>;
+    expect(body).toEqual({
+      code: 400,
+      message: expect.stringMatching(/limit/),
+      error: { code: 'TW_BAD_QUERY', message: body['message'] },
+    });
+  });
+});
+
+// ---- /last in bytes ---------------------------------------------------------------------------
+
+describe('OpenMetadata /last pages by byte offsets', () => {
+  const lastPath = (query = '') =>
+    `${PREFIX}/${encodeURIComponent(PIPELINE)}/last${query ? `?${query}` : ''}`;
+
+  interface LastPage {
+    ingestion_task: string;
+    after?: string;
+    total: string;
+  }
+
+  async function last(t: TestApp, query = ''): Promise<LastPage> {
+    const answer = await http(t, 'GET', lastPath(query));
+    expect(answer.status, answer.text).toBe(200);
+    const body = JSON.parse(answer.text) as LastPage;
+    for (const value of Object.values(body)) expect(typeof value).toBe('string');
+    return body;
+  }
+
+  it('pages a run with far more events than log bytes to its end, following after until it is absent', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    const chars = 'abcdefghijklmnopqrstuvwxyz0123456789'.split('');
+    for (const char of chars) {
+      await t.ingest.appendLog(PIPELINE, RUN, { text: char });
+      await t.ingest.appendEvents(
+        KEY,
+        Array.from({ length: 20 }, () => ({ kind: 'progress', data: undefined, dataJson: '{}' })),
+      );
+    }
+    const whole = chars.join('');
+    expect((await t.store.bounds(KEY)).lastSeq).toBeGreaterThan(20 * whole.length);
+
+    // OpenMetadata's pager: stop when after is absent or Number(after) >= Number(total).
+    let text = '';
+    let after: string | undefined;
+    let pages = 0;
+    for (; pages < 100; pages += 1) {
+      const body = await last(t, `limit=5${after === undefined ? '' : `&after=${after}`}`);
+      expect(body.total).toBe(String(whole.length));
+      text += body.ingestion_task;
+      if (body.after === undefined) break;
+      expect(Number(body.after)).toBeLessThan(Number(body.total));
+      after = body.after;
+    }
+    expect(text).toBe(whole);
+    expect(pages + 1).toBe(Math.ceil(whole.length / 5));
+  });
+
+  it('starts a page at the first chunk that starts at or after the offset asked for', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    for (const text of ['a\n', '例\n', 'c\n']) await t.ingest.appendLog(PIPELINE, RUN, { text });
+    expect(await last(t, 'after=2')).toEqual({ ingestion_task: '例\nc\n', total: '8' });
+    expect(await last(t, 'after=1')).toEqual({ ingestion_task: '例\nc\n', total: '8' });
+    expect(await last(t, 'after=2&limit=1')).toEqual({
+      ingestion_task: '例\n',
+      after: '6',
+      total: '8',
+    });
+    expect(await last(t, 'after=0&limit=1')).toEqual({
+      ingestion_task: 'a\n',
+      after: '2',
+      total: '8',
+    });
+  });
+
+  it('answers the end of the log, or an offset inside its last chunk, as the last page: no after', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    for (const text of ['a\n', '例\n', 'c\n']) await t.ingest.appendLog(PIPELINE, RUN, { text });
+    expect(await last(t, 'after=8')).toEqual({ ingestion_task: '', total: '8' });
+    // Nothing starts after byte 7: a pager that followed an after of 7 would never end.
+    expect(await last(t, 'after=7')).toEqual({ ingestion_task: '', total: '8' });
+  });
+
+  it('answers an offset past the end with an empty last page whose total is still the log length', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    for (const text of ['a\n', '例\n', 'c\n']) await t.ingest.appendLog(PIPELINE, RUN, { text });
+    expect(await last(t, 'after=50')).toEqual({ ingestion_task: '', total: '8' });
+  });
+
+  it('answers a run with no log with an empty page and total "0"', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'queued' });
+    expect(await last(t)).toEqual({ ingestion_task: '', total: '0' });
+  });
+
+  it('counts limit in log chunks: 1000 by default, at most 10000', async () => {
+    const t = await start();
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
+    // 1001 chunks of one byte each, written in one go.
+    await t.store.appendLog(
+      PIPELINE,
+      RUN,
+      Array.from({ length: 1001 }, () => ({ text: 'z', step: undefined, id: undefined })),
+    );
+    const first = await last(t);
+    expect(first).toEqual({ ingestion_task: 'z'.repeat(1000), after: '1000', total: '1001' });
+    expect(await last(t, 'after=1000')).toEqual({ ingestion_task: 'z', total: '1001' });
+    expect(await last(t, 'limit=10000')).toEqual({
+      ingestion_task: 'z'.repeat(1001),
+      total: '1001',
+    });
+    expect((await http(t, 'GET', lastPath('limit=10001'))).status).toBe(400);
+  });
+});
+
+describe('OpenMetadata frames name the run', () => {
+  it('the same way in every frame of a stream, whichever spelling (NFC or NFD) another viewer of the run used', async () => {
+    const t = await start();
+    const nfc = 'caf\u00e9';
+    const nfd = 'cafe\u0301';
+    await t.ingest.putRun(PIPELINE, nfc, { status: 'running' });
+    await t.ingest.appendLog(PIPELINE, nfc, { text: 'line 1\n' });
+    // Both spellings name one run (names are kept in NFC): one reader serves both viewers.
+    const first = await open(t, streamPath(PIPELINE, nfd));
+    await first.waitFor(logCount(1));
+    const second = await open(t, streamPath(PIPELINE, nfc));
+    await second.waitFor(logCount(1));
+    await t.ingest.appendLog(PIPELINE, nfc, { text: 'line 2\n' });
+    for (const reader of [first, second]) await reader.waitFor(logCount(2));
+    expect(textOf(logsOf(second))).toBe(lines(1, 2));
+    for (const reader of [first, second]) {
+      const names = [...new Set(eventsOf(reader).map((e) => e.runId!))];
+      const spelled = names.map((name) => (name === name.normalize('NFC') ? 'NFC' : 'NFD'));
+      expect(spelled, 'the spellings of the run id in one stream').toHaveLength(1);
+    }
   });
 });

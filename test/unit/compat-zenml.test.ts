@@ -92,7 +92,7 @@ describe('ZenML frame bytes', () => {
       'event: event\ndata: {"a":1}\n\n',
     );
     expect(formatFrame({ id: '42', event: 'event', data: '{"a":1}' })).toBe(
-      'id: 42\nevent: event\ndata: {"a":1}\n\n',
+      'event: event\ndata: {"a":1}\nid: 42\n\n',
     );
   });
 
@@ -110,7 +110,7 @@ describe('ZenML frame bytes', () => {
     expect(await stored(t)).toEqual({ runs: 0, lastSeq: 0 });
   });
 
-  it('sends a published StreamEvent as id / event: <kind> / data: <StreamEvent JSON>, byte for byte', async () => {
+  it('sends a published StreamEvent as event: <kind> / data: <StreamEvent JSON> / id, byte for byte', async () => {
     const t = await start();
     const full = {
       pipeline_run_id: RUN,
@@ -133,8 +133,8 @@ describe('ZenML frame bytes', () => {
     expect(reader.headers.get('x-accel-buffering')).toBe('no');
     await reader.waitFor(hasId(3));
     expect(reader.raw).toBe(
-      `id: 2\nevent: token\ndata: ${JSON.stringify(full)}\n\n` +
-        `id: 3\nevent: event\ndata: ${JSON.stringify({
+      `event: token\ndata: ${JSON.stringify(full)}\nid: 2\n\n` +
+        `event: event\ndata: ${JSON.stringify({
           pipeline_run_id: RUN,
           step_run_id: null,
           step_name: null,
@@ -142,7 +142,7 @@ describe('ZenML frame bytes', () => {
           correlation_id: null,
           index: null,
           payload: { phase: 'warmup' },
-        })}\n\n`,
+        })}\nid: 3\n\n`,
     );
   });
 });
@@ -156,7 +156,7 @@ describe('ZenML filters and cursors', () => {
     const reader = await open(t, streamPath(RUN, 'kinds=b'));
     await reader.waitFor(hasId(4));
 
-    const bFrame = `id: 3\nevent: b\ndata: ${JSON.stringify({
+    const bFrame = `event: b\ndata: ${JSON.stringify({
       pipeline_run_id: RUN,
       step_run_id: null,
       step_name: null,
@@ -164,9 +164,9 @@ describe('ZenML filters and cursors', () => {
       correlation_id: null,
       index: null,
       payload: {},
-    })}\n\n`;
+    })}\nid: 3\n\n`;
     // The filtered trailing event is a cursor frame carrying its id and `{}`.
-    expect(reader.raw).toBe(`${bFrame}id: 4\nevent: cursor\ndata: {}\n\n`);
+    expect(reader.raw).toBe(`${bFrame}event: cursor\ndata: {}\nid: 4\n\n`);
 
     // A reconnect with that id replays nothing the filter skipped.
     reader.close();
@@ -452,6 +452,41 @@ describe('ZenML batch publishing', () => {
     const answer = await publish(t, [event({ payload })]);
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ count: 1, last_id: '2' });
+  });
+
+  it("takes its limits from the server's maxBatchEntries and maxEventBytes, and refuses past them in ZenML's words", async () => {
+    const t = await start({ maxBatchEntries: 3, maxEventBytes: 100 });
+    const tooMany = await publish(
+      t,
+      Array.from({ length: 4 }, () => event()),
+    );
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.detail).toBe('A batch holds at most 3 events (was 4 or more).');
+    expect(tooMany.body.error).toEqual({ code: 'TW_UNPROCESSABLE', message: tooMany.body.detail });
+    expect(await stored(t)).toEqual({ runs: 0, lastSeq: 0 });
+
+    // A payload over 100 bytes, in an event well within 100 bytes + the 4 KiB envelope.
+    const payload = { blob: 'x'.repeat(200) };
+    const payloadSize = Buffer.byteLength(JSON.stringify(payload), 'utf8');
+    const heavy = await publish(t, [event(), event({ payload })]);
+    expect(heavy.status).toBe(413);
+    expect(heavy.body.detail).toBe(`Event exceeds 100 bytes (was ${payloadSize}).`);
+    expect(heavy.body.error.code).toBe('TW_EVENT_TOO_LARGE');
+
+    // An event over 100 bytes + the 4 KiB envelope is refused as it arrives.
+    const big = event({ payload: { blob: 'x'.repeat(5000) } });
+    const size = Buffer.byteLength(JSON.stringify(big), 'utf8');
+    const huge = await publish(t, [big]);
+    expect(huge.status).toBe(413);
+    expect(huge.body.detail).toBe(`Event exceeds ${100 + 4096} bytes (was ${size}).`);
+    expect(await stored(t)).toEqual({ runs: 0, lastSeq: 0 });
+
+    // At the limits: accepted.
+    const overhead = Buffer.byteLength(JSON.stringify({ blob: '' }), 'utf8');
+    const atLimit = { blob: 'x'.repeat(100 - overhead) };
+    const accepted = await publish(t, [event(), event(), event({ payload: atLimit })]);
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toEqual({ count: 3, last_id: '4' });
   });
 
   it('refuses an event whose payload is not an object (422) and stores nothing', async () => {

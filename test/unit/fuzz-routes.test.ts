@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
+import { createParser } from 'eventsource-parser';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -27,8 +28,10 @@ import type { SseEvent, SseReader } from '../helpers/sse.js';
 // OpenMetadata, ZenML, Freight and Iceberg dialects, with random and hostile input (broken
 // UTF-8, lone surrogates, 1e400, duplicate keys, deep nesting, `__proto__`, wrong types and
 // content types, mis-encoded paths, foreign Origin and Host). Whatever comes in:
-// - the answer is a 2xx, or a 4xx whose body is `{"error": {"code": "TW_…", "message"}}` with
-//   the status of its code — never a 5xx, an exception out of inject, or a hang;
+// - the answer is a 2xx, or a 4xx whose body is the error body of the route's dialect with the
+//   status of its code (Tailwater's `{"error": {"code": "TW_…", "message"}}`, ZenML's with
+//   `detail`, OpenMetadata's with `code` and `message`, Freight's `{"error", "error_name",
+//   "code"}`: docs/API.md) — never a 5xx, an exception out of inject, or a hang;
 // - every stream stays gapless (seq 1..lastSeq), lastSeq never goes back, the seeded entries stay
 //   byte for byte what they were, and a refused request or a read stores nothing at all;
 // - the event loop is never held for long.
@@ -1115,31 +1118,45 @@ interface Answer {
   body: string;
 }
 
+/** Freight's `error_name` of a Tailwater code: its own name for "not found", else the code's. */
+function freightErrorName(code: string): string {
+  return ['TW_RUN_NOT_FOUND', 'TW_PIPELINE_NOT_FOUND', 'TW_NOT_FOUND'].includes(code)
+    ? 'invalid_resource'
+    : code.replace(/^TW_/, '').toLowerCase();
+}
+
 /**
- * The error body of a 4xx, in the dialect's shape; answers its code. `route` is the route that
- * answered (undefined when none did): ZenML's routes add FastAPI's `detail`, and only they.
+ * The error body of a 4xx, in the shape of the dialect of the route that answered (`route`,
+ * undefined when none did, which is Tailwater's own shape); answers its code. Where `error` is
+ * an object the code is `error.code`; Freight's `error` is the message, and its code `code`.
  */
 function checkError(req: Req, answer: Answer, route: string | undefined): string | undefined {
   const what = `${describeReq(req)} → ${answer.status} ${answer.body.slice(0, 300)}`;
   expect(answer.type, what).toMatch(/^application\/json/);
   const body = JSON.parse(answer.body) as Record<string, unknown>;
-  if (req.dialect === 'freight' && body['error'] === 'Invalid deploy') {
-    expect({ status: answer.status, body }, what).toEqual({
-      status: 404,
-      body: { error: 'Invalid deploy', error_name: 'invalid_resource' },
-    });
-    return undefined;
+  const checkCode = (code: unknown, message: unknown): string => {
+    expect(code, what).toMatch(/^TW_[A-Z0-9_]+$/);
+    expect(ERROR_STATUS[code as keyof typeof ERROR_STATUS], what).toBe(answer.status);
+    expect(typeof message === 'string' && message.length > 0, what).toBe(true);
+    return code as string;
+  };
+  if (route?.startsWith('/compat/freight/')) {
+    expect(Object.keys(body), what).toEqual(['error', 'error_name', 'code']);
+    const code = checkCode(body['code'], body['error']);
+    expect(body['error_name'], what).toBe(freightErrorName(code));
+    return code;
   }
   const error = body['error'] as { code?: unknown; message?: unknown } | undefined;
   expect(typeof error === 'object' && error !== null, what).toBe(true);
   expect(Object.keys(error!).sort(), what).toEqual(['code', 'message']);
-  const code = error!.code as string;
-  expect(code, what).toMatch(/^TW_[A-Z0-9_]+$/);
-  expect(ERROR_STATUS[code as keyof typeof ERROR_STATUS], what).toBe(answer.status);
-  expect(typeof error!.message === 'string' && error!.message.length > 0, what).toBe(true);
+  const code = checkCode(error!.code, error!.message);
   if (route?.startsWith('/compat/zenml/')) {
     expect(Object.keys(body).sort(), what).toEqual(['detail', 'error']);
     expect(body['detail'], what).toBe(error!.message);
+  } else if (route?.startsWith('/compat/openmetadata/')) {
+    expect(Object.keys(body), what).toEqual(['code', 'message', 'error']);
+    expect(body['code'], what).toBe(answer.status);
+    expect(body['message'], what).toBe(error!.message);
   } else {
     expect(Object.keys(body), what).toEqual(['error']);
   }
@@ -1524,6 +1541,98 @@ const cancelRequest: fc.Arbitrary<Req> = fc
     }),
   );
 
+/**
+ * A deploy as Freight names it: one id (a run's UUID or run id), or `{app}/{env}/{number}`,
+ * the run {number} of the pipeline {app}.{env} (`fuzz/seeded/r1` is fuzz.seeded's r1).
+ */
+function deploySegments(ids: readonly string[], raw = true): fc.Arbitrary<string> {
+  return fc.oneof(
+    segment(ids, raw),
+    fc
+      .tuple(
+        segment(['fuzz'], raw),
+        segment(['seeded', 'other', 'runs'], raw),
+        segment(['r1', 'r2', 'a', 'b', 'latest', 'nope'], raw),
+      )
+      .map((parts) => parts.join('/')),
+  );
+}
+
+/** Freight's Cancel button: PUT {"status": "cancelled"} on a deploy, or some other body. */
+function freightCancelRequest(f: Fuzzed): fc.Arbitrary<Req> {
+  return fc
+    .record({
+      resource: fc.constantFrom('deploys', 'tasks'),
+      deploy: deploySegments([...zenmlRunIds(f), 'a', 'b']),
+      slash: fc.constantFrom('/', ''),
+      body: fc.oneof(
+        { weight: 4, arbitrary: fc.constant('{"status":"cancelled"}') },
+        { weight: 1, arbitrary: fc.constant('{"status":"finished"}') },
+        { weight: 1, arbitrary: json },
+      ),
+      how: corruption,
+      type: contentType('application/json'),
+    })
+    .map(({ resource, deploy, slash, body, how, type }) =>
+      request({
+        method: 'PUT',
+        url: `/compat/freight/api/0/${resource}/${deploy}${slash}`,
+        headers: headersOf(type, {}),
+        payload: corrupt(body, how),
+        dialect: 'freight',
+      }),
+    );
+}
+
+/** Freight's deploy statuses, by the run status each stands for (docs/API.md, "Freight"). */
+const FREIGHT_STATUS: Record<RunStatus, string> = {
+  queued: 'pending',
+  running: 'in_progress',
+  success: 'finished',
+  failed: 'failed',
+  partialSuccess: 'failed',
+  stopped: 'cancelled',
+  cancelled: 'cancelled',
+};
+const DEPLOY_KEYS = [
+  'id',
+  'name',
+  'app',
+  'environment',
+  'number',
+  'status',
+  'sha',
+  'sha_url',
+  'ref',
+  'remote',
+  'user',
+  'duration',
+  'estimatedDuration',
+  'dateCreated',
+  'dateStarted',
+  'dateFinished',
+];
+const FREIGHT_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** A deploy as Freight's UI reads it, held against the run it stands for. */
+async function checkDeploy(f: Fuzzed, what: string, deploy: Record<string, unknown>) {
+  expect(Object.keys(deploy).sort(), what).toEqual([...DEPLOY_KEYS].sort());
+  const [run] = (await f.t.store.findRuns(deploy['id'] as string)).filter(
+    (r) => r.id === deploy['id'],
+  );
+  expect(run, what).toBeDefined();
+  expect(deploy['status'], what).toBe(FREIGHT_STATUS[run!.status]);
+  expect(deploy['number'], what).toBe(
+    /^\d{1,15}$/.test(run!.runId) ? Number(run!.runId) : run!.runId,
+  );
+  expect(deploy['dateCreated'], what).toMatch(FREIGHT_DATE);
+  for (const key of ['dateStarted', 'dateFinished']) {
+    if (deploy[key] !== null) expect(deploy[key], what).toMatch(FREIGHT_DATE);
+  }
+  expect(deploy['dateFinished'] === null, what).toBe(run!.endedAt === null);
+  return run!;
+}
+
 const pageQuery = queryString({
   limit: intish,
   after: fc.oneof(intish, anyName),
@@ -1620,8 +1729,8 @@ function readGetRequest(f: Fuzzed): fc.Arbitrary<Req> {
     fc
       .tuple(
         fc.constantFrom('tasks', 'deploys'),
-        segment(zenmlRunIds(f).concat('nope')),
-        fc.constantFrom('/log/', '/log'),
+        deploySegments(zenmlRunIds(f).concat('nope')),
+        fc.constantFrom('/log/', '/log', '/', ''),
         logQuery,
       )
       .map(([resource, id, tail, { query }]) =>
@@ -1667,7 +1776,9 @@ async function checkReadAnswer(f: Fuzzed, req: Req, res: LightMyRequestResponse)
   const what = describeReq(req);
   const url = new URL(req.url, 'http://localhost');
   const path = url.pathname;
-  if (path.endsWith('/entries')) {
+  if (req.dialect === 'freight' && !/\/log\/?$/.test(f.route ?? '')) {
+    await checkDeploy(f, what, res.json() as Record<string, unknown>);
+  } else if (path.endsWith('/entries')) {
     const page = res.json() as { entries: Entry[]; next: number; hasMore: boolean };
     expect(Object.keys(page).sort(), what).toEqual(['entries', 'hasMore', 'next']);
     const after = Number(
@@ -1704,7 +1815,12 @@ async function checkReadAnswer(f: Fuzzed, req: Req, res: LightMyRequestResponse)
       nextOffset: number;
     };
     const offset = Number(single(url.searchParams, 'offset') || 0) + 0; // -0 is 0
-    const limit = Number(single(url.searchParams, 'limit') || 1024 * 1024);
+    // The native log's page is 1 MiB by default; Freight's, without limit or with 0, is the rest.
+    const limitParam = Number(single(url.searchParams, 'limit') || 0);
+    const limit =
+      req.dialect === 'freight'
+        ? limitParam || Number.POSITIVE_INFINITY
+        : limitParam || 1024 * 1024;
     page.chunks.forEach((chunk, i) => {
       expect(chunk.size, what).toBe(Buffer.byteLength(chunk.text, 'utf8'));
       if (i > 0)
@@ -1716,8 +1832,15 @@ async function checkReadAnswer(f: Fuzzed, req: Req, res: LightMyRequestResponse)
     });
     const last = page.chunks[page.chunks.length - 1];
     expect(page.nextOffset, what).toBe(last ? last.offset + last.size : offset);
-    if (req.dialect === 'freight')
-      expect(res.headers['link'], what).toMatch(/^<\/compat\/freight\/api\/0\/.*>; rel="next"$/);
+    if (req.dialect === 'freight') {
+      const link = String(res.headers['link']);
+      expect(link, what).toMatch(/^<\/compat\/freight\/api\/0\/.*>; rel="next"$/);
+      // The next page: from nextOffset, with the same limit (none when none was given).
+      const next = new URL(link.slice(1, link.indexOf('>')), 'http://localhost').searchParams;
+      expect(next.get('offset'), what).toBe(String(page.nextOffset));
+      expect(next.get('cursor'), what).toBe(String(page.nextOffset));
+      expect(next.get('limit'), what).toBe(limitParam ? String(limitParam) : null);
+    }
   } else if (path.endsWith('/log.txt')) {
     expect(res.headers['content-type'], what).toMatch(/^text\/plain/);
     expect(res.headers['content-disposition'], what).toMatch(
@@ -1899,6 +2022,85 @@ function checkSse(req: Req, answer: StreamAnswer): void {
   }
 }
 
+/** The events of the complete frames of a stream's first bytes, as an SSE parser reads them. */
+function sseEvents(raw: Buffer): SseEvent[] {
+  const events: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: (message) =>
+      events.push({ id: message.id, event: message.event ?? 'message', data: message.data }),
+  });
+  const end = raw.lastIndexOf('\n\n');
+  if (end >= 0) parser.feed(raw.subarray(0, end + 2).toString('utf8'));
+  return events;
+}
+
+/** The seeded Iceberg topic: seq 1 has the producer id `snap-1`, seq 2 none (its id `seq:2`). */
+const ICEBERG_IDS = new Set(['snap-1', 'seq:0', 'seq:1', 'seq:2']);
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A Last-Event-ID as the server reads it: HTTP strips the spaces and tabs around it, and its
+ * bytes are read as UTF-8 when they are that (a browser sends the id it was given as UTF-8),
+ * else as Latin-1.
+ */
+function lastEventIdAsRead(req: Req): string | undefined {
+  const header = req.headers['last-event-id']?.replace(/^[ \t]+|[ \t]+$/g, '');
+  if (header === undefined) return undefined;
+  try {
+    return UTF8.decode(Buffer.from(header, 'latin1'));
+  } catch {
+    return header;
+  }
+}
+
+/**
+ * Whether a stream's Last-Event-ID is one the server cannot place: for the native and ZenML
+ * streams anything but digits (the header is trimmed as a cursor is), for Iceberg an id its
+ * topic does not hold, and for OpenMetadata anything but digits (a byte offset; digits may
+ * still not be placeable).
+ */
+function unplaceableLastEventId(req: Req): boolean {
+  const header = lastEventIdAsRead(req);
+  if (header === undefined || header === '') return false;
+  if (req.dialect === 'iceberg') return !ICEBERG_IDS.has(header);
+  const trimmed = header.trim();
+  return trimmed !== '' && !/^\d{1,15}$/.test(trimmed);
+}
+
+/**
+ * A stream with a Last-Event-ID it cannot place starts (after the frames its dialect opens
+ * with) by saying so, then follows from its start (docs/API.md, "Streaming"): `gap reset` on
+ * the native, ZenML and Iceberg streams, the truncated notice on OpenMetadata's, whose only other
+ * first frame is an `error` (a run id it cannot take). Never a 400: an EventSource would stop.
+ */
+function checkUnplaceableStart(req: Req, answer: StreamAnswer): void {
+  if (!unplaceableLastEventId(req)) return;
+  const what = `${describeReq(req)} → ${answer.body.slice(0, 300)}`;
+  const events = sseEvents(answer.raw).filter((e) => e.event !== 'connected');
+  const first = events[0];
+  if (first === undefined) return;
+  if (req.dialect === 'openmetadata') {
+    const data = JSON.parse(first.data) as Record<string, unknown>;
+    if (data['eventType'] === 'error') return;
+    expect({ id: first.id, data }, what).toEqual({
+      id: undefined,
+      data: {
+        eventType: 'logs',
+        runId: expect.any(String) as unknown,
+        logs: '',
+        replay: true,
+        truncated: true,
+      },
+    });
+  } else {
+    expect({ event: first.event, data: first.data }, what).toEqual({
+      event: 'gap',
+      data: '{"reason":"reset"}',
+    });
+  }
+}
+
 const LAST_EVENT_IDS = [
   '',
   ' ',
@@ -1923,6 +2125,8 @@ const LAST_EVENT_IDS = [
   '１',
   '\t5',
   'é',
+  '1718000000000-0',
+  'x',
 ];
 
 const lastEventId = fc.oneof(
@@ -2326,7 +2530,7 @@ describe('fuzzing every route family', () => {
   );
 
   fuzzTest(
-    'any run request (put, cancel, read, list) is a 2xx or a 4xx with the error body, and a finished run never runs again',
+    "any run request (put, cancel, Freight's cancel, read, list) is a 2xx or a 4xx with the error body, and a finished run never runs again",
     async (f) => {
       await fc.assert(
         fc.asyncProperty(
@@ -2335,12 +2539,20 @@ describe('fuzzing every route family', () => {
             { weight: 2, arbitrary: cancelRequest },
             { weight: 1, arbitrary: getRunRequest },
             { weight: 2, arbitrary: listRequest },
+            { weight: 2, arbitrary: freightCancelRequest(f) },
           ),
           async (req) => {
             const { res } = await exchange(f, req);
             const what = describeReq(req);
             if (res.statusCode >= 300) return;
             const answer = res.json() as Record<string, unknown>;
+            if (req.dialect === 'freight') {
+              // Cancel was requested of a deploy that had not ended; it answers the deploy.
+              const run = await checkDeploy(f, what, answer);
+              expect(run.cancelRequested, what).toBe(true);
+              expect(['pending', 'in_progress'], what).toContain(answer['status']);
+              return;
+            }
             const sent = req.sent;
             if (req.method === 'PUT' && sent?.type === 'putRun' && sent.exact) {
               expect(answer['status'], what).toBe(sent.status);
@@ -2458,6 +2670,16 @@ describe('fuzzing every route family', () => {
         {
           method: 'GET',
           url: (_p, r) => `/compat/freight/api/0/deploys/${r}/log`,
+          dialect: 'freight',
+        },
+        {
+          method: 'GET',
+          url: (_p, r) => `/compat/freight/api/0/deploys/${r}/`,
+          dialect: 'freight',
+        },
+        {
+          method: 'GET',
+          url: (_p, r) => `/compat/freight/api/0/tasks/fuzz/seeded/${r}/log`,
           dialect: 'freight',
         },
         {
@@ -2803,7 +3025,10 @@ describe('fuzzing every route family', () => {
             const answer = await openStream(base, req);
             const code = checkAnswer(req, answer, f.route);
             f.count(answer.status, code);
-            if (answer.status === 200) checkSse(req, answer);
+            if (answer.status === 200) {
+              checkSse(req, answer);
+              checkUnplaceableStart(req, answer);
+            }
             await f.check(describeReq(req), { mayWrite: false });
             checkOriginPolicy(f, req, answer, code, {
               host: [hostKind, host],

@@ -5,6 +5,8 @@ import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 import { createTestApp } from '../helpers/app.js';
+import { openSse } from '../helpers/sse.js';
+import type { SseReader } from '../helpers/sse.js';
 import { allPipelines } from './store.contract.js';
 import type { TestApp } from '../helpers/app.js';
 
@@ -102,6 +104,15 @@ async function expectRefused(
   const message = expectError(res, status, code);
   expect(await snapshot(extraKeys)).toEqual(before);
   return message;
+}
+
+/**
+ * Opens `url` of the test app as an EventSource would, over a real loopback socket (the app
+ * starts listening on first use): the reader, which the caller closes.
+ */
+async function openStream(url: string, headers: Record<string, string>): Promise<SseReader> {
+  const base = t.url || (await t.listen());
+  return openSse(`${base}${url}`, headers);
 }
 
 function withBadBytes(before: string, bytes: number[], after: string): Buffer {
@@ -824,17 +835,26 @@ describe('cursors', () => {
       url: `/api/v1/topics/${TOPIC}/stream`,
       headers: { 'last-event-id': 'x' },
     },
+    {
+      name: 'x on the runs feed',
+      url: '/api/v1/runs/stream',
+      headers: { 'last-event-id': 'x' },
+    },
   ])(
     'a stream with Last-Event-ID: $name opens with gap reset, the stream from its start',
     async ({ url, headers }) => {
+      const before = await snapshot();
       const reader = await openStream(url, headers);
       try {
+        expect(reader.status).toBe(200);
+        expect(reader.headers.get('content-type')).toMatch(/^text\/event-stream/);
         await reader.waitFor((events) => events.length >= 2);
         expect(reader.events[0]).toMatchObject({ event: 'gap', data: '{"reason":"reset"}' });
         expect(reader.events[1]!.id).toBe('1');
       } finally {
         reader.close();
       }
+      expect(await snapshot()).toEqual(before);
     },
   );
 });

@@ -197,7 +197,7 @@ describe('opening a native stream', () => {
     });
     for (const entry of stored) {
       expect(reader.raw).toContain(
-        `id: ${entry.seq}\nevent: ${entry.kind}\ndata: ${JSON.stringify(entry)}\n\n`,
+        `event: ${entry.kind}\ndata: ${JSON.stringify(entry)}\nid: ${entry.seq}\n\n`,
       );
     }
   });
@@ -462,7 +462,7 @@ describe('filters on a native stream', () => {
       ['9', 'cursor'],
     ]);
     expect(first.events[3]!.data).toBe('{}');
-    expect(first.raw.endsWith('id: 9\nevent: cursor\ndata: {}\n\n')).toBe(true);
+    expect(first.raw.endsWith('event: cursor\ndata: {}\nid: 9\n\n')).toBe(true);
     first.close();
 
     const lastId = first.events[first.events.length - 1]!.id!;

@@ -1,8 +1,11 @@
 import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { describe, expect, it } from 'vitest';
+import { IcebergEncoder } from '../../src/http/iceberg.js';
 import { NativeEncoder } from '../../src/http/native.js';
+import { OpenMetadataEncoder } from '../../src/http/openmetadata.js';
 import { commentBytes, formatFrame, frameBytes } from '../../src/http/sse.js';
+import { ZenmlEncoder } from '../../src/http/zenml.js';
 import type { Entry } from '../../src/model/entry.js';
 
 const text = (buffer: Buffer | null): string => {
@@ -36,11 +39,14 @@ describe('formatFrame', () => {
     );
   });
 
-  it('puts the id line before the event line and the data line', () => {
+  // A client that takes an id as soon as it reads the line, cut off inside the frame, must not
+  // resume after an entry it never got (docs/API.md, "Streaming").
+  it('puts the id line last, after the event line and the data lines', () => {
     expect(formatFrame({ id: 7, event: 'log', data: '{}' })).toBe(
-      'id: 7\nevent: log\ndata: {}\n\n',
+      'event: log\ndata: {}\nid: 7\n\n',
     );
-    expect(formatFrame({ id: 'abc', data: 'x' })).toBe('id: abc\ndata: x\n\n');
+    expect(formatFrame({ id: 'abc', data: 'x' })).toBe('data: x\nid: abc\n\n');
+    expect(formatFrame({ id: 1, data: 'a\nb' })).toBe('data: a\ndata: b\nid: 1\n\n');
   });
 
   it('writes only a data line when there is neither id nor event', () => {
@@ -75,6 +81,114 @@ describe('formatFrame', () => {
   it('formats a comment as a colon line followed by a blank line', () => {
     expect(text(commentBytes('heartbeat'))).toBe(': heartbeat\n\n');
   });
+
+  it('refuses a comment holding CR or LF rather than letting it end early and inject a frame', () => {
+    for (const comment of ['a\nb', 'ping\n\ndata: injected', 'a\rb', 'a\r\nb', '\n', '\r']) {
+      expect(() => commentBytes(comment), JSON.stringify(comment)).toThrow(/CR or LF/);
+    }
+  });
+
+  it('writes a retry-only frame as one retry line and no data line', () => {
+    expect(formatFrame({ retry: 2000 })).toBe('retry: 2000\n\n');
+    expect(formatFrame({ retry: 0 })).toBe('retry: 0\n\n');
+  });
+
+  it('puts the retry line after the event line, before the data lines and the id', () => {
+    expect(formatFrame({ id: 3, event: 'log', retry: 500, data: 'x\ny' })).toBe(
+      'event: log\nretry: 500\ndata: x\ndata: y\nid: 3\n\n',
+    );
+  });
+
+  it.each([-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.MAX_SAFE_INTEGER + 2])(
+    'refuses a retry of %s, which is not a non-negative integer',
+    (retry) => {
+      expect(() => formatFrame({ retry })).toThrow(/retry/);
+      expect(() => formatFrame({ retry, data: '{}' })).toThrow(/retry/);
+    },
+  );
+
+  it('writes an id-only frame without a data line', () => {
+    expect(formatFrame({ id: 'abc' })).toBe('id: abc\n\n');
+  });
+
+  it('starts a data line at every line ending: CRLF, LF and a lone CR, however they follow each other', () => {
+    expect(formatFrame({ data: '' })).toBe('data: \n\n');
+    expect(formatFrame({ data: 'a\r\n' })).toBe('data: a\ndata: \n\n');
+    expect(formatFrame({ data: 'a\r\rb' })).toBe('data: a\ndata: \ndata: b\n\n');
+    expect(formatFrame({ data: 'a\n\rb' })).toBe('data: a\ndata: \ndata: b\n\n');
+    expect(formatFrame({ data: '\r\n\r\n' })).toBe('data: \ndata: \ndata: \n\n');
+    // What follows each line break stays on its own line, a field name in it included.
+    expect(formatFrame({ data: 'x\rid: 9\revent: end' })).toBe(
+      'data: x\ndata: id: 9\ndata: event: end\n\n',
+    );
+  });
+
+  it('refuses an id holding a lone CR, and a lone CR in an event name', () => {
+    expect(() => formatFrame({ id: 'a\rb', data: '{}' })).toThrow(/CR or LF/);
+    expect(() => formatFrame({ id: '\r' })).toThrow(/CR or LF/);
+    expect(() => formatFrame({ event: '\rend', data: '{}' })).toThrow(/CR or LF/);
+  });
+
+  it.each([
+    ['LF', 'one\ntwo\nthree'],
+    ['CRLF', 'one\r\ntwo\r\nthree'],
+    ['lone CR', 'one\rtwo\rthree'],
+    ['mixed', 'one\r\ntwo\rthree'],
+  ])(
+    'has an SSE parser read data with %s line endings back as its lines joined by LF',
+    (_what, data) => {
+      const parsed = parseInChunks(frameBytes({ event: 'note', data }), () => 1);
+      expect(parsed.events).toEqual([{ id: undefined, event: 'note', data: 'one\ntwo\nthree' }]);
+    },
+  );
+});
+
+describe("every dialect's frames come from the one frame writer", () => {
+  it("writes Iceberg's connected frame byte for byte as the seed's server did", () => {
+    const bytes = text(new IcebergEncoder('iceberg-mutation').open());
+    const match = /^event: connected\ndata: \{"clientId": "([0-9a-f-]{36})"\}\n\n$/.exec(bytes);
+    expect(match, bytes).not.toBeNull();
+    expect(bytes).toBe(`event: connected\ndata: {"clientId": "${match![1]!}"}\n\n`);
+  });
+
+  it('writes the native retry frame as before: one retry line', () => {
+    expect(text(new NativeEncoder(2000).open())).toBe('retry: 2000\n\n');
+  });
+
+  it('reads back every dialect as its frames were meant, through an SSE parser', () => {
+    const entry: Entry = {
+      seq: 9,
+      time: '2026-11-29T08:00:02.000Z',
+      kind: 'log',
+      offset: 10,
+      text: 'tab\there\r\nand 例\n',
+    };
+    const om = new OpenMetadataEncoder('run-1', 10);
+    const zenml = new ZenmlEncoder('run-1');
+    const bytes = Buffer.concat([
+      om.entry(entry, false)!,
+      om.gap(),
+      om.error('', 'refused'),
+      om.heartbeat(),
+      zenml.entry({ ...entry, kind: 'token', text: undefined, data: { a: 1 } }),
+      zenml.heartbeat(),
+    ]);
+    const parsed = parseInChunks(bytes, () => 3);
+    expect(parsed.events.map((e) => [e.id, e.event])).toEqual([
+      [String(10 + Buffer.byteLength(entry.text!, 'utf8')), undefined],
+      [undefined, undefined],
+      [undefined, undefined],
+      ['9', 'token'],
+    ]);
+    expect(JSON.parse(parsed.events[0]!.data)).toMatchObject({ logs: entry.text });
+    expect(JSON.parse(parsed.events[1]!.data)).toMatchObject({ truncated: true, logs: '' });
+    expect(JSON.parse(parsed.events[2]!.data)).toEqual({
+      eventType: 'error',
+      runId: 'run-1',
+      message: 'refused',
+    });
+    expect(parsed.comments).toEqual(['heartbeat', 'ping']);
+  });
 });
 
 describe('NativeEncoder', () => {
@@ -87,10 +201,10 @@ describe('NativeEncoder', () => {
 
   it('sends an entry as id seq, event kind and the entry as one line of JSON', () => {
     expect(text(encoder.entry(logEntry))).toBe(
-      `id: 42\nevent: log\ndata: ${JSON.stringify(logEntry)}\n\n`,
+      `event: log\ndata: ${JSON.stringify(logEntry)}\nid: 42\n\n`,
     );
     expect(text(encoder.entry(progressEntry))).toBe(
-      `id: 43\nevent: progress\ndata: ${JSON.stringify(progressEntry)}\n\n`,
+      `event: progress\ndata: ${JSON.stringify(progressEntry)}\nid: 43\n\n`,
     );
   });
 
@@ -107,7 +221,7 @@ describe('NativeEncoder', () => {
   });
 
   it('sends a cursor frame as the id of the filtered entry with an empty object', () => {
-    expect(text(encoder.cursor(44))).toBe('id: 44\nevent: cursor\ndata: {}\n\n');
+    expect(text(encoder.cursor(44))).toBe('event: cursor\ndata: {}\nid: 44\n\n');
   });
 
   it('sends a reset gap and a retention gap without an id', () => {
