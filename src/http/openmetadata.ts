@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { EndInfo, FrameEncoder } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
+import { isCursor, parseCursor } from '../model/cursor.js';
 import type { Entry } from '../model/entry.js';
 import type { ErrorCode } from '../model/errors.js';
 import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
@@ -12,7 +13,6 @@ import type { AppDeps } from './deps.js';
 import type { ErrorBody } from './errors.js';
 import { registerErrorHandler, tailwaterErrorBody, toTailwaterError } from './errors.js';
 import { intParam, lastEventId, pipelineParam } from './params.js';
-import { isCursor, parseCursor } from '../model/cursor.js';
 import { attachment, logChunks, logText } from './read.js';
 import { commentBytes, frameBytes, HttpViewerTransport, streamTo } from './sse.js';
 

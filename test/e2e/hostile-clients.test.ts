@@ -829,7 +829,7 @@ describe('with maxStreamsPerClient = 3', () => {
     expect(posted.status).toBe(200);
     const [seq] = ((await posted.json()) as { seqs: number[] }).seqs;
     await other.waitFor(
-      () => other.bodyText().includes(`id: ${seq}\nevent: ping\n`),
+      () => /event: ping\ndata: .*\nid: (\d+)\n/.exec(other.bodyText())?.[1] === String(seq),
       'the event on the other client’s stream',
       5000,
     );
@@ -1002,8 +1002,11 @@ describe('a run of 300,000 entries', () => {
   });
 
   it('answers OpenMetadata’s paginated read after a late cursor with the log lines past it, /healthz answering within 250 ms meanwhile', async () => {
-    // After the 500th-newest log line: the 500 newest lines.
-    const after = logs[LOG_LINES - 501]!.seq;
+    // After the 500th-newest log line (OpenMetadata's cursors are byte offsets into the log):
+    // the 500 newest lines.
+    const after = logs
+      .slice(0, LOG_LINES - 500)
+      .reduce((sum, log) => sum + Buffer.byteLength(log.text), 0);
     const { result: page, polls } = await whilePolling(`openmetadata last?after=${after}`, () =>
       httpJson(
         server,
