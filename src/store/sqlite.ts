@@ -8,8 +8,7 @@ import { TailwaterError } from '../model/errors.js';
 import { LOG_KIND } from '../model/names.js';
 import { pipelineId } from '../model/pipeline-id.js';
 import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
-import type { PipelineSummary, Run, RunStatus, RunSummary } from '../model/run.js';
-import { isTerminal } from '../model/run.js';
+import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, streamId, topicKey } from '../model/stream-key.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
@@ -31,7 +30,19 @@ import type {
   TrimResult,
   Written,
 } from './store.js';
-import { PAGE_META_BYTES, RUNS_FEED_TOPIC } from './store.js';
+import { RUNS_FEED_TOPIC } from './store.js';
+import type { PendingEntry, RunState, StoredEntry } from './rules.js';
+import {
+  batchSeqs,
+  cancelNeeded,
+  takePage,
+  checkLogRetry,
+  Numbering,
+  pendingLog,
+  planEventBatch,
+  runsFeedBody,
+  runTransition,
+} from './rules.js';
 
 export interface SqliteStoreOptions {
   /** `normal` (default): durable against a process crash. `full`: also against power loss. */
@@ -71,18 +82,6 @@ interface EntryRow {
   log_offset: number | null;
   body: string;
   extra: string | null;
-}
-
-/** A row about to be inserted, before its seq is known. */
-interface PendingEntry {
-  kind: string;
-  step?: string | undefined;
-  correlationId?: string | undefined;
-  id?: string | undefined;
-  /** Log text, or the JSON of `data`. */
-  body: string;
-  isLog: boolean;
-  extra?: string | undefined;
 }
 
 /** The body of a write transaction: it yields between rows, where the write may pause. */
@@ -294,16 +293,11 @@ export class SqliteStore implements Store {
 
   private *requestCancelSteps(pipeline: string, runId: string): Generator<void, PutRunResult> {
     const row = this.w.getRun.get(pipeline, runId);
-    if (!row) throw runNotFound(pipeline, runId);
-    if (isTerminal(row.status)) {
-      throw new TailwaterError(
-        'TW_STATUS_CONFLICT',
-        `Run ${runId} already ended with status ${row.status}; there is nothing to cancel.`,
-      );
-    }
     const written: Written[] = [];
     // Asked before: nothing more to say, nothing written.
-    if (row.cancel_requested === 1) return { run: runFromRow(row), written };
+    if (!cancelNeeded(pipeline, runId, row && runState(row))) {
+      return { run: runFromRow(row!), written };
+    }
     const run = yield* this.upsertRunRow(pipeline, runId, {}, Date.now(), written, true);
     return { run, written };
   }
@@ -363,60 +357,36 @@ export class SqliteStore implements Store {
     cancel: boolean,
   ): Generator<void, Run, void> {
     const existing = this.w.getRun.get(pipeline, runId);
-    const status = update.status ?? existing?.status ?? 'running';
-    if (existing && isTerminal(existing.status) && !isTerminal(status)) {
-      throw new TailwaterError(
-        'TW_STATUS_CONFLICT',
-        `Run ${runId} already ended with status ${existing.status}; it cannot become ${status}.`,
-      );
-    }
-    const meta = update.meta === undefined ? (existing?.meta ?? '{}') : JSON.stringify(update.meta);
-    const startedAt = existing?.started_at ?? (status === 'queued' ? null : now);
-    const endedAt = !isTerminal(status)
-      ? null
-      : existing && isTerminal(existing.status)
-        ? existing.ended_at
-        : now;
+    const { next, changed, statusEntry } = runTransition(
+      runId,
+      existing && runState(existing),
+      update,
+      now,
+      cancel,
+    );
+    if (!changed) return runFromRow(existing!);
+    const { status, startedAt, endedAt, meta } = next;
     if (!existing) {
       const sid = this.streamRow(runKey(pipeline, runId)).id;
       const id = randomUUID();
       this.write_.insertRun.run(id, pipeline, runId, sid, status, now, startedAt, endedAt, meta);
       this.write_.notePipelineRun.run(pipeline, pipelineId(pipeline), id);
     } else {
-      const changedRow =
-        existing.status !== status ||
-        existing.meta !== meta ||
-        existing.started_at !== startedAt ||
-        existing.ended_at !== endedAt ||
-        (cancel && existing.cancel_requested !== 1);
-      if (!changedRow) return runFromRow(existing);
-      this.write_.updateRun.run(
-        status,
-        startedAt,
-        endedAt,
-        meta,
-        cancel ? 1 : existing.cancel_requested,
-        pipeline,
-        runId,
-      );
-      // Only a status change or a cancel request is news for viewers; meta alone is not.
-      if (existing.status === status && !cancel) {
-        return runFromRow(this.w.getRun.get(pipeline, runId)!);
-      }
+      const cancelRequested = next.cancelRequested ? 1 : 0;
+      this.write_.updateRun.run(status, startedAt, endedAt, meta, cancelRequested, pipeline, runId);
     }
+    if (statusEntry === undefined) return runFromRow(this.w.getRun.get(pipeline, runId)!);
     const key = runKey(pipeline, runId);
-    const statusData = JSON.stringify(cancel ? { status, cancelRequested: true } : { status });
     const [seq] = yield* this.insert(
       key,
-      [{ kind: 'status', body: statusData, isLog: false }],
+      [{ kind: 'status', body: statusEntry, isLog: false }],
       now,
     );
     written.push({ key, seq: seq! });
     // Read after the status entry so the feed's copy of the run shows its new lastSeq.
     const run = runFromRow(this.w.getRun.get(pipeline, runId)!);
     const feed = topicKey(RUNS_FEED_TOPIC);
-    const { meta: _meta, ...summary } = run;
-    const feedBody = JSON.stringify(summary satisfies RunSummary);
+    const feedBody = runsFeedBody(run);
     const [feedSeq] = yield* this.insert(
       feed,
       [{ kind: 'status', body: feedBody, isLog: false }],
@@ -456,13 +426,7 @@ export class SqliteStore implements Store {
     const offset = this.streamRow(key).log_bytes;
     const seqs = yield* this.insert(
       key,
-      chunks.map((chunk) => ({
-        kind: LOG_KIND,
-        step: chunk.step,
-        id: chunk.id,
-        body: chunk.text,
-        isLog: true,
-      })),
+      chunks.map((chunk) => pendingLog(chunk, LOG_KIND)),
       now,
     );
     const size = chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk.text, 'utf8'), 0);
@@ -476,27 +440,18 @@ export class SqliteStore implements Store {
    * it stored the same text, in the same pieces, with the same step. Anything else under the
    * same id is a conflict, not a retry.
    */
+  /**
+   * The acknowledgement of an append whose producer id was already stored: the original's, if
+   * the rules find it a retry of the same append.
+   */
   private originalLogAppend(
     sid: number,
     original: EntryRow,
     chunks: readonly NewLog[],
     written: Written[],
   ): AppendLogResult {
-    const rows = this.w.readEntries.all(sid, original.seq - 1, chunks.length);
-    const same =
-      rows.length === chunks.length &&
-      rows.every(
-        (row, index) =>
-          row.log_offset !== null &&
-          row.body === chunks[index]!.text &&
-          (row.step ?? undefined) === chunks[index]!.step,
-      );
-    if (!same) {
-      throw new TailwaterError(
-        'TW_ID_CONFLICT',
-        `The id "${chunks[0]!.id}" was already used (seq ${original.seq}) for something else; an append with a producer id must be retried with the same text.`,
-      );
-    }
+    const rows = this.w.readEntries.all(sid, original.seq - 1, chunks.length).map(storedFromRow);
+    checkLogRetry(rows, chunks);
     const size = rows.reduce((sum, row) => sum + Buffer.byteLength(row.body, 'utf8'), 0);
     return {
       seq: rows[rows.length - 1]!.seq,
@@ -520,36 +475,13 @@ export class SqliteStore implements Store {
     const written: Written[] = [];
     if (key.type === 'run') yield* this.ensureRun(key.pipeline, key.runId, now, written);
     const sid = this.streamRow(key).id;
-    const seqs: number[] = new Array<number>(events.length);
-    const fresh: PendingEntry[] = [];
-    const freshIndex: number[] = [];
-    const idsInBatch = new Map<string, number>();
-    let duplicates = 0;
-    events.forEach((event, index) => {
-      const pending = pendingEvent(event);
-      if (event.id !== undefined) {
-        const stored = this.w.entryByProducerId.get(sid, event.id);
-        const earlier = idsInBatch.get(event.id);
-        if (stored || earlier !== undefined) {
-          const original = stored ? pendingFromRow(stored) : fresh[freshIndex.indexOf(earlier!)]!;
-          if (!samePending(original, pending)) throw idConflict(index, event.id, stored?.seq);
-          duplicates += 1;
-          seqs[index] = stored ? stored.seq : -1 - earlier!;
-          return;
-        }
-        idsInBatch.set(event.id, index);
-      }
-      freshIndex.push(index);
-      fresh.push(pending);
+    const plan = planEventBatch(events, (id) => {
+      const row = this.w.entryByProducerId.get(sid, id);
+      return row && storedFromRow(row);
     });
-    const assigned = fresh.length > 0 ? yield* this.insert(key, fresh, now) : [];
-    freshIndex.forEach((index, i) => (seqs[index] = assigned[i]!));
-    // A repeat within the batch points at its earlier twin, now numbered.
-    seqs.forEach((seq, index) => {
-      if (seq < 0) seqs[index] = seqs[-1 - seq]!;
-    });
+    const assigned = plan.fresh.length > 0 ? yield* this.insert(key, plan.fresh, now) : [];
     if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
-    return { seqs, duplicates, written };
+    return { seqs: batchSeqs(plan, assigned), duplicates: plan.duplicates, written };
   }
 
   /** Numbers and inserts entries on one stream, inside the caller's transaction. */
@@ -559,16 +491,10 @@ export class SqliteStore implements Store {
     now: number,
   ): Generator<void, number[], void> {
     const stream = this.streamRow(key);
-    let seq = stream.last_seq;
-    let logBytes = stream.log_bytes;
+    const numbering = new Numbering(stream.last_seq, stream.log_bytes);
     const seqs: number[] = [];
     for (const entry of pending) {
-      seq += 1;
-      let offset: number | null = null;
-      if (entry.isLog) {
-        offset = logBytes;
-        logBytes += Buffer.byteLength(entry.body, 'utf8');
-      }
+      const { seq, logOffset } = numbering.next(entry);
       this.write_.insertEntry.run(
         stream.id,
         seq,
@@ -577,7 +503,7 @@ export class SqliteStore implements Store {
         entry.step ?? null,
         entry.correlationId ?? null,
         entry.id ?? null,
-        offset,
+        logOffset,
         entry.body,
         entry.extra ?? null,
       );
@@ -585,7 +511,7 @@ export class SqliteStore implements Store {
       seqs.push(seq);
       yield;
     }
-    this.write_.updateStream.run(seq, logBytes, stream.id);
+    this.write_.updateStream.run(numbering.lastSeq, numbering.logBytes, stream.id);
     return seqs;
   }
 
@@ -898,28 +824,6 @@ function migrate(db: Database.Database): void {
   })();
 }
 
-/**
- * Up to `limit` rows, stepping through them (never fetching more than it keeps), stopping early
- * once they weigh PAGE_META_BYTES; `more` says whether a row was left.
- */
-function takePage<T>(
-  rows: IterableIterator<T>,
-  limit: number,
-  weight: (row: T) => number,
-): { items: T[]; more: boolean } {
-  const items: T[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    if (items.length === limit || (items.length > 0 && bytes >= PAGE_META_BYTES)) {
-      rows.return?.();
-      return { items, more: true };
-    }
-    bytes += weight(row);
-    items.push(row);
-  }
-  return { items, more: false };
-}
-
 /** A runs page cursor is a run's position in creation order. */
 function parsePosition(cursor: string): number {
   if (!/^\d{1,15}$/.test(cursor)) {
@@ -929,54 +833,6 @@ function parsePosition(cursor: string): number {
     );
   }
   return Number(cursor);
-}
-
-function runNotFound(pipeline: string, runId: string): TailwaterError {
-  return new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${pipeline}.`);
-}
-
-function idConflict(index: number, id: string, seq: number | undefined): TailwaterError {
-  const where = seq === undefined ? 'earlier in this batch' : `(seq ${seq})`;
-  return new TailwaterError(
-    'TW_ID_CONFLICT',
-    `events[${index}]: the id "${id}" was already used ${where} for a different event; a retry must send the same event.`,
-  );
-}
-
-function pendingEvent(event: NewEvent): PendingEntry {
-  return {
-    kind: event.kind,
-    step: event.step,
-    correlationId: event.correlationId,
-    id: event.id,
-    body: event.dataJson ?? JSON.stringify(event.data ?? null),
-    isLog: false,
-    extra: event.extra === undefined ? undefined : JSON.stringify(event.extra),
-  };
-}
-
-function pendingFromRow(row: EntryRow): PendingEntry {
-  return {
-    kind: row.kind,
-    step: row.step ?? undefined,
-    correlationId: row.correlation_id ?? undefined,
-    id: row.producer_id ?? undefined,
-    body: row.body,
-    isLog: row.log_offset !== null,
-    extra: row.extra ?? undefined,
-  };
-}
-
-/** Whether a retried event is the one stored under its id. */
-function samePending(a: PendingEntry, b: PendingEntry): boolean {
-  return (
-    a.isLog === b.isLog &&
-    a.kind === b.kind &&
-    a.step === b.step &&
-    a.correlationId === b.correlationId &&
-    a.body === b.body &&
-    a.extra === b.extra
-  );
 }
 
 /** Rows of several ascending sources, in seq order (each source is itself in seq order). */
@@ -1009,6 +865,32 @@ function* merge<T>(sources: Array<IterableIterator<T>>, before: (a: T, b: T) => 
   } finally {
     for (const source of sources) source.return?.();
   }
+}
+
+/** A run row as the rules see it. */
+function runState(row: RunRow): RunState {
+  return {
+    status: row.status,
+    cancelRequested: row.cancel_requested === 1,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    meta: row.meta,
+  };
+}
+
+/** An entry row as the rules see it. */
+function storedFromRow(row: EntryRow): StoredEntry {
+  return {
+    seq: row.seq,
+    kind: row.kind,
+    step: row.step ?? undefined,
+    correlationId: row.correlation_id ?? undefined,
+    id: row.producer_id ?? undefined,
+    body: row.body,
+    isLog: row.log_offset !== null,
+    logOffset: row.log_offset ?? undefined,
+    extra: row.extra ?? undefined,
+  };
 }
 
 function runFromRow(row: RunRow): Run {

@@ -1,0 +1,295 @@
+import type { NewEvent, NewLog } from '../model/entry.js';
+import { TailwaterError } from '../model/errors.js';
+import type { Run, RunStatus, RunSummary } from '../model/run.js';
+import { isTerminal } from '../model/run.js';
+import type { RunUpdate } from './store.js';
+import { PAGE_META_BYTES } from './store.js';
+
+/**
+ * What every Store backend must decide the same way, whatever its SQL (docs/STORAGE.md): the
+ * run lifecycle, producer-id de-duplication and how entries are numbered and placed in the log.
+ * A backend reads its rows, asks these rules, and writes what they say; it holds no rule of its
+ * own, so SQLite and PostgreSQL cannot drift apart.
+ */
+
+// ---- runs ---------------------------------------------------------------------------------
+
+/** A run row's state as the rules see it (times in epoch milliseconds). */
+export interface RunState {
+  status: RunStatus;
+  cancelRequested: boolean;
+  startedAt: number | null;
+  endedAt: number | null;
+  /** `meta` as stored: its JSON text. */
+  meta: string;
+}
+
+export interface RunTransition {
+  next: RunState;
+  /** Whether the row changes at all. */
+  changed: boolean;
+  /**
+   * The `status` entry to write on the run's stream (and, with the run, on the runs feed): a
+   * status change or a cancel request is news for viewers; `meta` alone is not.
+   */
+  statusEntry: string | undefined;
+}
+
+/**
+ * What `update` (or a cancel request) makes of a run. A run starts `running` unless told
+ * otherwise; `startedAt` is set once it leaves `queued`, `endedAt` once it reaches a terminal
+ * status and never again; a terminal run never becomes non-terminal (TW_STATUS_CONFLICT).
+ */
+export function runTransition(
+  runId: string,
+  existing: RunState | undefined,
+  update: RunUpdate,
+  now: number,
+  cancel: boolean,
+): RunTransition {
+  const status = update.status ?? existing?.status ?? 'running';
+  if (existing && isTerminal(existing.status) && !isTerminal(status)) {
+    throw new TailwaterError(
+      'TW_STATUS_CONFLICT',
+      `Run ${runId} already ended with status ${existing.status}; it cannot become ${status}.`,
+    );
+  }
+  const meta = update.meta === undefined ? (existing?.meta ?? '{}') : JSON.stringify(update.meta);
+  const startedAt = existing?.startedAt ?? (status === 'queued' ? null : now);
+  const endedAt = !isTerminal(status)
+    ? null
+    : existing && isTerminal(existing.status)
+      ? existing.endedAt
+      : now;
+  const next: RunState = {
+    status,
+    cancelRequested: (existing?.cancelRequested ?? false) || cancel,
+    startedAt,
+    endedAt,
+    meta,
+  };
+  const changed =
+    !existing ||
+    existing.status !== status ||
+    existing.meta !== meta ||
+    existing.startedAt !== startedAt ||
+    existing.endedAt !== endedAt ||
+    existing.cancelRequested !== next.cancelRequested;
+  const news = !existing || existing.status !== status || (cancel && !existing.cancelRequested);
+  const statusEntry = !changed || !news ? undefined : statusEntryBody(status, cancel);
+  return { next, changed, statusEntry };
+}
+
+function statusEntryBody(status: RunStatus, cancel: boolean): string {
+  return JSON.stringify(cancel ? { status, cancelRequested: true } : { status });
+}
+
+/**
+ * Whether a cancel request changes anything: an unknown run is TW_RUN_NOT_FOUND, an ended one
+ * TW_STATUS_CONFLICT, and one whose cancel was already requested is left as it is.
+ */
+export function cancelNeeded(
+  pipeline: string,
+  runId: string,
+  existing: RunState | undefined,
+): boolean {
+  if (!existing) throw runNotFound(pipeline, runId);
+  if (isTerminal(existing.status)) {
+    throw new TailwaterError(
+      'TW_STATUS_CONFLICT',
+      `Run ${runId} already ended with status ${existing.status}; there is nothing to cancel.`,
+    );
+  }
+  return !existing.cancelRequested;
+}
+
+/** The runs feed's copy of a run: the run without its `meta`, which can be large. */
+export function runsFeedBody(run: Run): string {
+  const { meta: _meta, ...summary } = run;
+  return JSON.stringify(summary satisfies RunSummary);
+}
+
+export function runNotFound(pipeline: string, runId: string): TailwaterError {
+  return new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${pipeline}.`);
+}
+
+// ---- entries ------------------------------------------------------------------------------
+
+/** An entry about to be stored, before its seq is known. */
+export interface PendingEntry {
+  kind: string;
+  step?: string | undefined;
+  correlationId?: string | undefined;
+  id?: string | undefined;
+  /** Log text, or the JSON of `data`. */
+  body: string;
+  isLog: boolean;
+  /** `extra` as its JSON text. */
+  extra?: string | undefined;
+}
+
+/** A stored entry as the rules see it. */
+export interface StoredEntry extends PendingEntry {
+  seq: number;
+  /** Its byte offset in the log, for log text. */
+  logOffset?: number | undefined;
+}
+
+export function pendingEvent(event: NewEvent): PendingEntry {
+  return {
+    kind: event.kind,
+    step: event.step,
+    correlationId: event.correlationId,
+    id: event.id,
+    body: event.dataJson ?? JSON.stringify(event.data ?? null),
+    isLog: false,
+    extra: event.extra === undefined ? undefined : JSON.stringify(event.extra),
+  };
+}
+
+export function pendingLog(chunk: NewLog, kind: string): PendingEntry {
+  return { kind, step: chunk.step, id: chunk.id, body: chunk.text, isLog: true };
+}
+
+/** Whether a retried entry is the one stored under its producer id. */
+export function samePending(a: PendingEntry, b: PendingEntry): boolean {
+  return (
+    a.isLog === b.isLog &&
+    a.kind === b.kind &&
+    a.step === b.step &&
+    a.correlationId === b.correlationId &&
+    a.body === b.body &&
+    a.extra === b.extra
+  );
+}
+
+/**
+ * Seqs and log offsets, handed out in order from a stream's last seq and log length: seqs are
+ * gapless, and each log entry starts where the log ended. A backend calls it inside the
+ * transaction that holds the stream's row (or lock), so no other writer numbers meanwhile.
+ */
+export class Numbering {
+  constructor(
+    public lastSeq: number,
+    public logBytes: number,
+  ) {}
+
+  next(entry: PendingEntry): { seq: number; logOffset: number | null } {
+    this.lastSeq += 1;
+    if (!entry.isLog) return { seq: this.lastSeq, logOffset: null };
+    const logOffset = this.logBytes;
+    this.logBytes += Buffer.byteLength(entry.body, 'utf8');
+    return { seq: this.lastSeq, logOffset };
+  }
+}
+
+/** How a batch of events splits into new entries and retries of stored (or earlier) ones. */
+export interface BatchPlan {
+  /** The events to store, in order, and the batch index of each. */
+  fresh: PendingEntry[];
+  freshIndex: number[];
+  /** Per event: the stored seq of a retry, or `-1 - i` for a repeat of the batch's event i. */
+  known: Array<number | undefined>;
+  size: number;
+  duplicates: number;
+}
+
+/**
+ * Sorts a batch out by producer id: an id already stored (looked up with `stored`) or earlier in
+ * the batch is a retry if the event is the same, and a conflict (TW_ID_CONFLICT, nothing stored)
+ * if it is not.
+ */
+export function planEventBatch(
+  events: readonly NewEvent[],
+  stored: (id: string) => StoredEntry | undefined,
+): BatchPlan {
+  const plan: BatchPlan = {
+    fresh: [],
+    freshIndex: [],
+    known: new Array<number | undefined>(events.length),
+    size: events.length,
+    duplicates: 0,
+  };
+  const idsInBatch = new Map<string, number>();
+  events.forEach((event, index) => {
+    const pending = pendingEvent(event);
+    if (event.id !== undefined) {
+      const original = stored(event.id);
+      const earlier = idsInBatch.get(event.id);
+      if (original || earlier !== undefined) {
+        const twin = original ?? plan.fresh[plan.freshIndex.indexOf(earlier!)]!;
+        if (!samePending(twin, pending)) throw idConflict(index, event.id, original?.seq);
+        plan.duplicates += 1;
+        plan.known[index] = original ? original.seq : -1 - earlier!;
+        return;
+      }
+      idsInBatch.set(event.id, index);
+    }
+    plan.freshIndex.push(index);
+    plan.fresh.push(pending);
+  });
+  return plan;
+}
+
+/** Every event's seq, once the fresh ones are numbered (`assigned`, in the order of `fresh`). */
+export function batchSeqs(plan: BatchPlan, assigned: readonly number[]): number[] {
+  const seqs = Array.from({ length: plan.size }, (_, index) => plan.known[index] ?? 0);
+  plan.freshIndex.forEach((index, i) => (seqs[index] = assigned[i]!));
+  // A repeat within the batch points at its earlier twin, now numbered.
+  seqs.forEach((seq, index) => {
+    if (seq < 0) seqs[index] = seqs[-1 - seq]!;
+  });
+  return seqs;
+}
+
+function idConflict(index: number, id: string, seq: number | undefined): TailwaterError {
+  const where = seq === undefined ? 'earlier in this batch' : `(seq ${seq})`;
+  return new TailwaterError(
+    'TW_ID_CONFLICT',
+    `events[${index}]: the id "${id}" was already used ${where} for a different event; a retry must send the same event.`,
+  );
+}
+
+/**
+ * A log append whose producer id is stored already (on its first entry, `rows[0]`, followed by
+ * the rest of that append): a retry if it stored the same text in the same pieces with the same
+ * step, and a conflict otherwise.
+ */
+export function checkLogRetry(rows: readonly StoredEntry[], chunks: readonly NewLog[]): void {
+  const same =
+    rows.length === chunks.length &&
+    rows.every(
+      (row, index) =>
+        row.isLog && row.body === chunks[index]!.text && row.step === chunks[index]!.step,
+    );
+  if (!same) {
+    throw new TailwaterError(
+      'TW_ID_CONFLICT',
+      `The id "${chunks[0]!.id}" was already used (seq ${rows[0]?.seq}) for something else; an append with a producer id must be retried with the same text.`,
+    );
+  }
+}
+
+// ---- pages --------------------------------------------------------------------------------
+
+/**
+ * Up to `limit` rows, stepping through them (never fetching more than it keeps), stopping early
+ * once they weigh PAGE_META_BYTES; `more` says whether a row was left.
+ */
+export function takePage<T>(
+  rows: IterableIterator<T>,
+  limit: number,
+  weight: (row: T) => number,
+): { items: T[]; more: boolean } {
+  const items: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (items.length === limit || (items.length > 0 && bytes >= PAGE_META_BYTES)) {
+      rows.return?.();
+      return { items, more: true };
+    }
+    bytes += weight(row);
+    items.push(row);
+  }
+  return { items, more: false };
+}
