@@ -1,8 +1,21 @@
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` runs in-process against app.inject() and temporary SQLite files;
-// `web` renders the dashboard's components in jsdom; `e2e` starts real `tailwater serve` processes (and, later, real services).
+// `unit` runs in-process against app.inject() and temporary SQLite files, needing no service;
+// `web` renders the dashboard's components in jsdom; `services` runs in-process against the real
+// services of docs/SERVICES.md; `e2e` starts real `tailwater serve` processes (and real services).
+/** The suites that run on every backend pair: they use only the Store and Bus ports. */
+const BACKEND_SUITES = [
+  'test/unit/native-stream.test.ts',
+  'test/unit/engine-rules.test.ts',
+  'test/unit/hub-start.test.ts',
+  'test/unit/http-api.test.ts',
+  'test/unit/compat-openmetadata.test.ts',
+  'test/unit/compat-zenml.test.ts',
+  'test/unit/compat-freight.test.ts',
+  'test/unit/compat-iceberg.test.ts',
+];
+
 export default defineConfig({
   test: {
     reporters: ['default', './test/summary-reporter.ts'],
@@ -22,6 +35,27 @@ export default defineConfig({
           include: ['web/test/**/*.test.{ts,tsx}'],
           setupFiles: ['web/test/setup.ts'],
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          // In-process tests against real services (Redis, …) that scripts/services.sh starts.
+          name: 'services',
+          include: ['test/services/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 30_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // The engine, native-stream, HTTP and dialect suites again, on PostgreSQL and Redis
+          // (test/helpers/backends.ts): every behaviour they check holds on both backend pairs.
+          name: 'postgres+redis',
+          include: BACKEND_SUITES,
+          env: { TAILWATER_TEST_BACKEND: 'postgres+redis' },
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
         },
       },
       {

@@ -2,12 +2,16 @@
 # Brings up, on loopback, the real services the test suite uses, installing from Debian's
 # packages whatever is missing. Idempotent: a service already up is left as it is.
 #   ActiveMQ with STOMP on 127.0.0.1:61613 (the STOMP source's tests)
+#   Redis on 127.0.0.1:6379, no persistence (the Redis bus's tests)
+#   PostgreSQL on 127.0.0.1:5432, user postgres, trust (the PostgreSQL store's tests)
 # and installs Chromium (/usr/bin/chromium) for the dashboard's browser tests (playwright-core).
 # Recipe and pitfalls: docs/SERVICES.md.
 set -euo pipefail
 
 STOMP_PORT=61613
 INSTANCE=/etc/activemq/instances-available/main
+REDIS_PORT=6379
+REDIS_DIR=/var/lib/tailwater-redis
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -29,6 +33,7 @@ install_missing() {
   local missing=()
   [ -x /etc/init.d/activemq ] && [ -f "$INSTANCE/activemq.xml" ] || missing+=(activemq)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/bin/redis-server ] && [ -x /usr/bin/redis-cli ] || missing+=(redis-server)
   if ((${#missing[@]} > 0)); then
     echo "services: installing ${missing[*]} from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
@@ -68,6 +73,82 @@ start_activemq() {
   echo "services: ActiveMQ STOMP on 127.0.0.1:${STOMP_PORT}"
 }
 
+# PostgreSQL (the PostgreSQL store's tests): a cluster of its own for the tests, owned by the
+# postgres user (the server refuses to run as root), on 127.0.0.1 only. fsync is off (a crash of
+# the machine may lose this throw-away data; a crash of a process loses nothing: commits still
+# write the WAL to the kernel before they return). Recipe: docs/SERVICES.md.
+PG_PORT=5432
+PG_ROOT=/var/lib/tailwater-test
+PG_DATA=$PG_ROOT/pg
+
+pg_bin() { # the newest installed server's bin directory
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$dir" ] && [ -x "$dir/postgres" ] && echo "$dir"
+}
+
+as_postgres() { su postgres -s /bin/sh -c "$1"; }
+
+start_postgres() {
+  if port_open "$PG_PORT"; then return 0; fi
+  if ! pg_bin >/dev/null; then
+    # Only when the server is missing: installing the package upgrades one that is there.
+    echo "services: installing postgresql from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    if ((APT_UPDATED == 0)); then
+      apt-get update -qq
+      APT_UPDATED=1
+    fi
+    apt-get install -y -q --no-install-recommends postgresql >/dev/null
+  fi
+  local bin version
+  bin=$(pg_bin)
+  version=$("$bin/postgres" --version | sed -E 's/.* ([0-9]+)[.].*/\1/')
+  mkdir -p "$PG_ROOT"
+  # A cluster made by another major version cannot be started by this one: it is test data.
+  if [ -f "$PG_DATA/PG_VERSION" ] && [ "$(cat "$PG_DATA/PG_VERSION")" != "$version" ]; then
+    rm -rf "$PG_DATA"
+  fi
+  if [ ! -f "$PG_DATA/PG_VERSION" ]; then
+    rm -rf "$PG_DATA"
+    install -d -o postgres -g postgres -m 700 "$PG_DATA"
+    as_postgres "'$bin/initdb' -D '$PG_DATA' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync" \
+      >"$PG_ROOT/initdb.log" 2>&1 || {
+      echo "services: initdb failed" >&2
+      tail -n 60 "$PG_ROOT/initdb.log" >&2
+      return 1
+    }
+  fi
+  chown -R postgres:postgres "$PG_DATA"
+  # -w waits for it to accept connections; the port decides all the same.
+  as_postgres "'$bin/pg_ctl' -D '$PG_DATA' -l '$PG_DATA/pg.log' -w -t 60 -o \"-c listen_addresses=127.0.0.1 -p $PG_PORT -k '$PG_DATA' -c fsync=off -c max_connections=200\" start" \
+    >/dev/null 2>&1 || true
+  wait_for_port "$PG_PORT" 60 PostgreSQL "$PG_DATA/pg.log"
+  echo "services: PostgreSQL $version on 127.0.0.1:${PG_PORT} (user postgres, no password)"
+}
+
+redis_pong() { [ -x /usr/bin/redis-cli ] && [ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; }
+
+start_redis() {
+  if redis_pong; then return 0; fi
+  install_missing
+  mkdir -p "$REDIS_DIR"
+  # Not Debian's /etc/redis/redis.conf (it persists to disk): loopback, nothing saved.
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --save '' --appendonly no \
+    --dir "$REDIS_DIR" --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" ||
+    { tail -n 60 "$REDIS_DIR/redis.log" >&2 2>/dev/null; return 1; }
+  local deadline=$((SECONDS + 20))
+  until redis_pong; do
+    if ((SECONDS >= deadline)); then
+      echo "services: Redis did not answer PONG on 127.0.0.1:${REDIS_PORT} within 20 s" >&2
+      [ -f "$REDIS_DIR/redis.log" ] && tail -n 60 "$REDIS_DIR/redis.log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "services: Redis on 127.0.0.1:${REDIS_PORT}"
+}
+
 ensure_chromium() {
   # The dashboard's browser tests drive Debian's Chromium; no browser is downloaded by npm.
   [ -x /usr/bin/chromium ] || install_missing
@@ -76,3 +157,5 @@ ensure_chromium() {
 
 ensure_chromium
 start_activemq
+start_redis
+start_postgres

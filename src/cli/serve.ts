@@ -37,8 +37,11 @@ export function serveCommand(program: Command): void {
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on; 0 picks a free one (default 8585)')
     .option('--data <dir>', 'data directory for the embedded store (default ./tailwater-data)')
-    .option('--store <spec>', 'store: sqlite:<path> (default sqlite:<data>/tailwater.db)')
-    .option('--bus <spec>', 'bus: memory (default)')
+    .option(
+      '--store <url>',
+      'store: sqlite:<path> (default sqlite:<data>/tailwater.db) or postgres://user@host:port/db',
+    )
+    .option('--bus <url>', 'bus: memory (default, one process) or redis://host:port')
     .option('--config <file>', 'JSON config file of settings (see docs/CONFIGURATION.md)')
     .option('--demo', 'also run a sample pipeline that writes live logs and events')
     .option('--insecure', 'allow a non-loopback --host without authentication')

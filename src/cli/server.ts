@@ -1,7 +1,5 @@
-import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Bus } from '../bus/bus.js';
-import { MemoryBus } from '../bus/memory.js';
 import { Hub } from '../engine/hub.js';
 import { Ingest } from '../engine/ingest.js';
 import { buildApp } from '../http/app.js';
@@ -10,7 +8,7 @@ import { SettingsError } from '../model/settings.js';
 import type { SourceConfig } from '../sources/config.js';
 import { StompSource } from '../sources/stomp.js';
 import { RetentionLoop } from '../store/retention.js';
-import { SqliteStore } from '../store/sqlite.js';
+import { openBus, openStore } from './backends.js';
 import type { Store } from '../store/store.js';
 
 export interface StartOptions {
@@ -32,25 +30,6 @@ export interface RunningServer {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
-export function openStore(settings: Settings): Store {
-  const spec = settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
-  if (spec.startsWith('sqlite:')) {
-    return new SqliteStore(spec.slice('sqlite:'.length), {
-      synchronous: settings.sqliteSynchronous,
-    });
-  }
-  throw new SettingsError(
-    `store: "${spec}" is not supported by this build (use sqlite:<path>; PostgreSQL is not available yet).`,
-  );
-}
-
-export function openBus(settings: Settings): Bus {
-  if (settings.bus === 'memory') return new MemoryBus();
-  throw new SettingsError(
-    `bus: "${settings.bus}" is not supported by this build (use memory; Redis is not available yet).`,
-  );
-}
-
 /** Builds every part from the settings and starts listening. */
 export async function startServer(
   settings: Settings,
@@ -61,13 +40,26 @@ export async function startServer(
       `host: refusing to listen on ${settings.host} without authentication; pass --insecure to do it anyway.`,
     );
   }
-  const store = openStore(settings);
-  const bus = openBus(settings);
+  const store = await openStore(settings);
+  let bus: Bus;
+  try {
+    bus = await openBus(settings);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const hub = new Hub(store, bus, settings);
   const ingest = new Ingest(store, bus, settings);
   const sources: StompSource[] = [];
   const app = await buildApp(
-    { store, hub, ingest, settings, sourceStatus: () => sources.map((source) => source.status()) },
+    {
+      store,
+      hub,
+      ingest,
+      settings,
+      busHealth: () => bus.health(),
+      sourceStatus: () => sources.map((source) => source.status()),
+    },
     { logLevel: settings.logLevel },
   );
   for (const config of options.sources ?? []) {

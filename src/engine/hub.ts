@@ -230,7 +230,6 @@ export class Hub {
     start: StartPosition,
     kinds: readonly string[] | undefined,
   ): Promise<{ cursor: number; gap?: GapInfo }> {
-    if (start.type === 'latest') return { cursor: tailer.top };
     // Where a cursor this dialect cannot place leads: the latest few entries, or the start.
     let fallbackTail: number | undefined;
     if (start.type === 'afterProducerId') {
@@ -244,6 +243,9 @@ export class Hub {
     }
     const bounds = await this.store.bounds(tailer.key);
     const last = Math.max(bounds.lastSeq, tailer.top);
+    // Whatever was stored before this viewer came, known to the reader yet or not: a bus that
+    // rings across machines may not have told it of the newest entries.
+    if (start.type === 'latest') return { cursor: last };
     // The last N entries the viewer will see: counted among the kinds it asked for.
     const tail = async (count: number) => {
       if (count === 0) return last;

@@ -71,13 +71,17 @@ export class Tailer {
         settings.runStatePollSeconds * 1000,
       );
     }
-    this.unsubscribeBus = bus.subscribe(this.name, (seq) => {
+    const subscription = bus.subscribe(this.name, (seq) => {
       if (seq > this.top) this.wake();
     });
-    this.ready = this.start().catch((error: unknown) => {
-      this.retire();
-      throw error;
-    });
+    this.unsubscribeBus = () => subscription.unsubscribe();
+    // The store is read only once the bus would ring for what comes after that read.
+    this.ready = subscription.ready
+      .then(() => this.start())
+      .catch((error: unknown) => {
+        this.retire();
+        throw error;
+      });
   }
 
   /** Viewers, counting those on their way in. */

@@ -9,6 +9,8 @@ export interface AppDeps {
   hub: Hub;
   ingest: Ingest;
   settings: Settings;
+  /** The state of the bus between replicas, for /readyz (always up without one). */
+  busHealth?: () => { state: 'up' | 'degraded' | 'down'; detail?: string | undefined };
   /** The state of each non-HTTP source, for /readyz. */
   sourceStatus?: () => ReadonlyArray<{
     name: string;

@@ -5,7 +5,7 @@ import type { AppDeps } from './deps.js';
 
 export async function healthRoutes(
   app: FastifyInstance,
-  { store, sourceStatus }: AppDeps,
+  { store, busHealth, sourceStatus }: AppDeps,
 ): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
@@ -18,13 +18,19 @@ export async function healthRoutes(
         store: { status: 'down', message: (error as Error).message },
       });
     }
-    // A source that lost its broker degrades ingest from it, not the API: still ready.
+    // A bus or source that lost its server degrades the service, not the API: still ready.
+    // Without the bus, viewers get new entries at the next poll rather than at once.
     const sources = sourceStatus?.() ?? [];
-    const degraded = sources.some((source) => source.state !== 'connected');
+    const busState = busHealth?.() ?? { state: 'up' as const };
+    const degraded =
+      busState.state !== 'up' || sources.some((source) => source.state !== 'connected');
     return {
       status: degraded ? 'degraded' : 'ready',
       store: { status: 'up' },
-      bus: { status: 'up' },
+      bus: {
+        status: busState.state,
+        ...(busState.detail === undefined ? {} : { message: busState.detail }),
+      },
       sources,
     };
   });

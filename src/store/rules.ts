@@ -272,6 +272,17 @@ export function checkLogRetry(rows: readonly StoredEntry[], chunks: readonly New
 
 // ---- pages --------------------------------------------------------------------------------
 
+/** A runs page cursor is a run's position in creation order. */
+export function parsePosition(cursor: string): number {
+  if (!/^\d{1,15}$/.test(cursor)) {
+    throw new TailwaterError(
+      'TW_BAD_CURSOR',
+      `The page cursor "${cursor}" is not one this server gave.`,
+    );
+  }
+  return Number(cursor);
+}
+
 /**
  * Up to `limit` rows, stepping through them (never fetching more than it keeps), stopping early
  * once they weigh PAGE_META_BYTES; `more` says whether a row was left.

@@ -3,8 +3,6 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Entry, NewEvent, NewLog } from '../model/entry.js';
-import { RAW_DATA } from '../model/entry.js';
-import { TailwaterError } from '../model/errors.js';
 import { LOG_KIND } from '../model/names.js';
 import { pipelineId } from '../model/pipeline-id.js';
 import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
@@ -31,7 +29,9 @@ import type {
   Written,
 } from './store.js';
 import { RUNS_FEED_TOPIC } from './store.js';
-import type { PendingEntry, RunState, StoredEntry } from './rules.js';
+import type { PendingEntry, RunState } from './rules.js';
+import type { EntryRow } from './entry-row.js';
+import { entryFromRow, storedFromRow } from './entry-row.js';
 import {
   batchSeqs,
   cancelNeeded,
@@ -42,6 +42,7 @@ import {
   planEventBatch,
   runsFeedBody,
   runTransition,
+  parsePosition,
 } from './rules.js';
 
 export interface SqliteStoreOptions {
@@ -70,18 +71,6 @@ interface RunRow {
   last_seq: number;
   log_bytes: number;
   position: number;
-}
-
-interface EntryRow {
-  seq: number;
-  time: number;
-  kind: string;
-  step: string | null;
-  correlation_id: string | null;
-  producer_id: string | null;
-  log_offset: number | null;
-  body: string;
-  extra: string | null;
 }
 
 /** The body of a write transaction: it yields between rows, where the write may pause. */
@@ -824,17 +813,6 @@ function migrate(db: Database.Database): void {
   })();
 }
 
-/** A runs page cursor is a run's position in creation order. */
-function parsePosition(cursor: string): number {
-  if (!/^\d{1,15}$/.test(cursor)) {
-    throw new TailwaterError(
-      'TW_BAD_CURSOR',
-      `The page cursor "${cursor}" is not one this server gave.`,
-    );
-  }
-  return Number(cursor);
-}
-
 /** Rows of several ascending sources, in seq order (each source is itself in seq order). */
 function* mergeAscending<T extends { seq: number }>(sources: Array<IterableIterator<T>>) {
   yield* merge(sources, (a, b) => a.seq < b.seq);
@@ -878,21 +856,6 @@ function runState(row: RunRow): RunState {
   };
 }
 
-/** An entry row as the rules see it. */
-function storedFromRow(row: EntryRow): StoredEntry {
-  return {
-    seq: row.seq,
-    kind: row.kind,
-    step: row.step ?? undefined,
-    correlationId: row.correlation_id ?? undefined,
-    id: row.producer_id ?? undefined,
-    body: row.body,
-    isLog: row.log_offset !== null,
-    logOffset: row.log_offset ?? undefined,
-    extra: row.extra ?? undefined,
-  };
-}
-
 function runFromRow(row: RunRow): Run {
   return {
     id: row.id,
@@ -907,21 +870,4 @@ function runFromRow(row: RunRow): Run {
     logBytes: row.log_bytes,
     meta: JSON.parse(row.meta) as Record<string, unknown>,
   };
-}
-
-function entryFromRow(row: EntryRow): Entry {
-  const entry: Entry = { seq: row.seq, time: new Date(row.time).toISOString(), kind: row.kind };
-  if (row.log_offset !== null) {
-    entry.offset = row.log_offset;
-    entry.text = row.body;
-  } else {
-    entry.data = JSON.parse(row.body);
-    // Not enumerable: the entry stays a plain value for comparisons and copies.
-    Object.defineProperty(entry, RAW_DATA, { value: row.body });
-  }
-  if (row.step !== null) entry.step = row.step;
-  if (row.correlation_id !== null) entry.correlationId = row.correlation_id;
-  if (row.producer_id !== null) entry.id = row.producer_id;
-  if (row.extra !== null) entry.extra = JSON.parse(row.extra) as Record<string, unknown>;
-  return entry;
 }

@@ -2,20 +2,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { MemoryBus } from '../../src/bus/memory.js';
+import type { Bus } from '../../src/bus/bus.js';
 import { Hub } from '../../src/engine/hub.js';
 import { Ingest } from '../../src/engine/ingest.js';
 import { buildApp } from '../../src/http/app.js';
 import type { PartialSettings, Settings } from '../../src/model/settings.js';
 import { settingsSchema } from '../../src/model/settings.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/store/store.js';
+import type { BackendFactory } from './backends.js';
+import { backendFromEnv } from './backends.js';
 import { openSse } from './sse.js';
 import type { SseReader } from './sse.js';
 
 export interface TestApp {
   app: FastifyInstance;
-  store: SqliteStore;
-  bus: MemoryBus;
+  store: Store;
+  bus: Bus;
   hub: Hub;
   ingest: Ingest;
   settings: Settings;
@@ -26,15 +28,20 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A whole server in this process on a fresh SQLite file; `listen()` for real sockets. */
-export async function createTestApp(overrides: PartialSettings = {}): Promise<TestApp> {
+/**
+ * A whole server in this process on a fresh, empty backend pair (SQLite and the memory bus
+ * unless the run names another: test/helpers/backends.ts); `listen()` for real sockets.
+ */
+export async function createTestApp(
+  overrides: PartialSettings = {},
+  backend: BackendFactory = backendFromEnv().open,
+): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'tailwater-test-'));
   const settings = settingsSchema.parse({ data: dir, logLevel: 'silent', ...overrides });
-  const store = new SqliteStore(join(dir, 'tailwater.db'));
-  const bus = new MemoryBus();
+  const { store, bus, cleanup } = await backend(dir, settings);
   const hub = new Hub(store, bus, settings);
   const ingest = new Ingest(store, bus, settings);
-  const app = await buildApp({ store, hub, ingest, settings });
+  const app = await buildApp({ store, hub, ingest, settings, busHealth: () => bus.health() });
   const testApp: TestApp = {
     app,
     store,
@@ -54,7 +61,7 @@ export async function createTestApp(overrides: PartialSettings = {}): Promise<Te
     async close() {
       hub.shutdown();
       await app.close();
-      await store.close();
+      await cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { EventSource } from 'eventsource';
 import { createParser } from 'eventsource-parser';
+import { MemoryBus } from '../../src/bus/memory.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Entry, NewEvent } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
@@ -778,10 +779,15 @@ describe('sharing and capacity', () => {
       t.hub.tailer(three)!.sharedReads - sharedBefore[1]!,
     ];
 
+    // Three viewers cost the reads of one, not three times as many. On a bus that rings
+    // asynchronously (Redis), a doorbell can land just before or after a read, so two streams
+    // fed alike may differ by a read or two; on the memory bus they are equal.
+    const slack = t.bus instanceof MemoryBus ? 0 : 2;
     expect(sharedDeltas[0]).toBeGreaterThan(0);
-    expect(sharedDeltas[1]).toBe(sharedDeltas[0]);
-    expect(readsOf(reads, three).length).toBeGreaterThan(0);
-    expect(readsOf(reads, three).length).toBe(readsOf(reads, one).length);
+    expect(Math.abs(sharedDeltas[1]! - sharedDeltas[0]!)).toBeLessThanOrEqual(slack);
+    const [readsOfThree, readsOfOne] = [readsOf(reads, three).length, readsOf(reads, one).length];
+    expect(readsOfThree).toBeGreaterThan(0);
+    expect(Math.abs(readsOfThree - readsOfOne)).toBeLessThanOrEqual(slack);
     for (const reader of [single, ...triple]) expect(seqs(reader.events)).toEqual(range(1, 6));
   });
 

@@ -184,14 +184,15 @@ describe('SqliteStore', () => {
       await store.appendEvents(key, batch);
       // The checkpointer copies what the batch wrote into the database file, off this thread.
       await expect
-        .poll(() => statSync(file).size, { timeout: 5000 })
+        // A generous wait: the worker thread is slow to get a core on a loaded machine.
+        .poll(() => statSync(file).size, { timeout: 15_000 })
         .toBeGreaterThan((i + 1) * 4_500_000);
       walSizes.push(statSync(`${file}-wal`).size);
     }
     // 40 MB written, and the WAL never held much more than one batch: it starts over each time.
     expect(Math.max(...walSizes)).toBeLessThan(15_000_000);
     expect((await store.bounds(key)).lastSeq).toBe(800);
-  });
+  }, 60_000);
 
   it('puts its database file in WAL mode, as another connection sees it', async () => {
     const { dir, file } = await tempDatabase();

@@ -1,0 +1,67 @@
+import { resolve } from 'node:path';
+import type { Bus } from '../bus/bus.js';
+import { MemoryBus } from '../bus/memory.js';
+import type { Settings } from '../model/settings.js';
+import { SettingsError } from '../model/settings.js';
+import type { Store } from '../store/store.js';
+
+/**
+ * The store and the bus a server runs on, named by URL (docs/CONFIGURATION.md). Each scheme
+ * opens its backend with a dynamic `import()`, so `pg` and `ioredis` are loaded only by a server
+ * that uses them, and a one-process server on SQLite never pays for them.
+ */
+type Opener<T> = (spec: string, settings: Settings) => Promise<T>;
+
+const STORES: Record<string, Opener<Store>> = {
+  sqlite: async (spec, settings) => {
+    const { SqliteStore } = await import('../store/sqlite.js');
+    return new SqliteStore(spec.slice('sqlite:'.length), {
+      synchronous: settings.sqliteSynchronous,
+    });
+  },
+  postgres: async (spec) => {
+    const { PostgresStore } = await import('../store/postgres.js');
+    return PostgresStore.open(spec);
+  },
+};
+STORES['postgresql'] = STORES['postgres']!;
+
+const BUSES: Record<string, Opener<Bus>> = {
+  memory: async () => new MemoryBus(),
+  redis: async (spec) => {
+    const { RedisBus } = await import('../bus/redis.js');
+    return RedisBus.open(spec);
+  },
+};
+
+function schemeOf(spec: string): string {
+  return /^([a-z][a-z0-9+.-]*):/i.exec(spec)?.[1]?.toLowerCase() ?? spec.toLowerCase();
+}
+
+/** Opens the store `settings.store` names (SQLite under the data directory by default). */
+export async function openStore(settings: Settings): Promise<Store> {
+  const spec = settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
+  const open = STORES[schemeOf(spec)];
+  if (!open) {
+    throw new SettingsError(
+      `store: "${redact(spec)}" is not a store this build opens (use sqlite:<path> or postgres://user@host:port/db).`,
+    );
+  }
+  return open(spec, settings);
+}
+
+/** Opens the bus `settings.bus` names (the in-process one by default). */
+export async function openBus(settings: Settings): Promise<Bus> {
+  const open = BUSES[schemeOf(settings.bus)];
+  if (!open) {
+    throw new SettingsError(
+      `bus: "${redact(settings.bus)}" is not a bus this build opens (use memory or redis://host:port).`,
+    );
+  }
+  return open(settings.bus, settings);
+}
+
+/** A URL without its password, for messages. */
+function redact(spec: string): string {
+  return spec.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}

@@ -1,0 +1,117 @@
+/**
+ * The PostgreSQL schema, as versioned migrations. They are applied in order at
+ * start, each in the one transaction that records it in `schema_migrations`, under an advisory
+ * lock so that replicas starting together apply each exactly once. A migration, once released,
+ * is never edited: a change is a new migration with the next version.
+ *
+ * Every name and id column is `COLLATE "C"`: listings are in code-point order (UTF-8 byte order)
+ * whatever the database's locale, and equality is byte for byte, as in the SQLite store.
+ * Bodies (`body`, `meta`, `extra`) are `text`, not `jsonb`: a producer's JSON comes back exactly
+ * as it was sent (key order, spacing, digits beyond 2^53).
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'streams, runs, pipelines, entries',
+    sql: `
+-- One row per run or topic, never deleted, so a seq never goes back for a key even if its run
+-- is deleted and created again. A run's key is (run, pipeline, run id); a topic's
+-- (topic, '', name). Every append locks its stream's row (SELECT … FOR UPDATE) until it
+-- commits: that lock is what numbers a stream's entries one writer at a time.
+CREATE TABLE streams (
+  id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  type      text COLLATE "C" NOT NULL CHECK (type IN ('run', 'topic')),
+  pipeline  text COLLATE "C" NOT NULL,
+  name      text COLLATE "C" NOT NULL,
+  last_seq  bigint NOT NULL DEFAULT 0,
+  first_seq bigint NOT NULL DEFAULT 1,
+  log_bytes bigint NOT NULL DEFAULT 0,
+  -- The time of the newest entry (epoch ms): an entry is never older than the one before it,
+  -- whichever replica's clock stamped it.
+  last_time bigint NOT NULL DEFAULT 0,
+  UNIQUE (type, pipeline, name)
+);
+
+CREATE TABLE runs (
+  -- Creation order, for pages of runs newest first.
+  position         bigint GENERATED ALWAYS AS IDENTITY,
+  id               text COLLATE "C" NOT NULL UNIQUE,
+  pipeline         text COLLATE "C" NOT NULL,
+  run_id           text COLLATE "C" NOT NULL,
+  stream_id        bigint NOT NULL REFERENCES streams (id),
+  status           text NOT NULL,
+  cancel_requested boolean NOT NULL DEFAULT false,
+  created_at       bigint NOT NULL,
+  started_at       bigint,
+  ended_at         bigint,
+  meta             text NOT NULL DEFAULT '{}',
+  PRIMARY KEY (pipeline, run_id)
+);
+CREATE INDEX runs_by_pipeline ON runs (pipeline, position);
+CREATE INDEX runs_by_status ON runs (pipeline, status, position);
+CREATE INDEX runs_by_run_id ON runs (run_id);
+
+CREATE TABLE entries (
+  stream_id      bigint NOT NULL,
+  seq            bigint NOT NULL,
+  time           bigint NOT NULL,
+  kind           text COLLATE "C" NOT NULL,
+  step           text COLLATE "C",
+  correlation_id text COLLATE "C",
+  producer_id    text COLLATE "C",
+  log_offset     bigint,
+  body           text NOT NULL,
+  extra          text,
+  PRIMARY KEY (stream_id, seq)
+);
+CREATE UNIQUE INDEX entries_producer_id
+  ON entries (stream_id, producer_id) WHERE producer_id IS NOT NULL;
+CREATE INDEX entries_log_offset
+  ON entries (stream_id, log_offset) WHERE log_offset IS NOT NULL;
+-- Reads filtered by kind go straight to the entries of that kind. Log text is read by offset
+-- (above), so only the other entries are in this index: appending log text costs no more.
+CREATE INDEX entries_kind
+  ON entries (stream_id, kind, seq) WHERE log_offset IS NULL;
+
+-- One row per pipeline, kept with its runs in the same transaction.
+CREATE TABLE pipelines (
+  fqn      text COLLATE "C" PRIMARY KEY,
+  id       text COLLATE "C" NOT NULL UNIQUE,
+  runs     bigint NOT NULL DEFAULT 0,
+  last_run text COLLATE "C"
+);
+`,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/**
+ * Where applied migrations are recorded. Created (if missing) under the migration lock, before
+ * anything else is read.
+ */
+export const MIGRATIONS_TABLE = `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    integer PRIMARY KEY,
+  name       text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now()
+)`;
+
+/**
+ * Advisory lock keys (two-int form: this namespace, then the lock). Any other user of advisory
+ * locks on the same database picks another namespace.
+ */
+export const LOCK_NAMESPACE = 0x7457; // "tW"
+export const LOCKS = {
+  /** Held (for one transaction) while migrations are checked and applied. */
+  migrate: 1,
+  /** Held (for one trim) per topic, `hashtext(topic)` being the second key: see trimTopic. */
+  trimNamespace: 0x7458,
+} as const;

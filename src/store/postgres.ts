@@ -1,0 +1,1142 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import { TailwaterError } from '../model/errors.js';
+import { LOG_KIND } from '../model/names.js';
+import { pipelineId } from '../model/pipeline-id.js';
+import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import type { StreamKey } from '../model/stream-key.js';
+import { describeStream, runKey, streamId, topicKey } from '../model/stream-key.js';
+import type { Migration } from './postgres-schema.js';
+import { LOCK_NAMESPACE, LOCKS, MIGRATIONS, MIGRATIONS_TABLE } from './postgres-schema.js';
+import type { PendingEntry, RunState, StoredEntry } from './rules.js';
+import type { EntryRow } from './entry-row.js';
+import { entryFromRow, storedFromRow } from './entry-row.js';
+import {
+  batchSeqs,
+  cancelNeeded,
+  checkLogRetry,
+  Numbering,
+  pendingEvent,
+  pendingLog,
+  planEventBatch,
+  runsFeedBody,
+  runTransition,
+  takePage,
+  parsePosition,
+} from './rules.js';
+import type {
+  AppendEventsResult,
+  AppendLogResult,
+  ListRunsRequest,
+  LogChunk,
+  LogChunkPosition,
+  Page,
+  PageRequest,
+  PutRunResult,
+  ReadEntriesOptions,
+  RunUpdate,
+  Store,
+  StreamBounds,
+  TrimPolicy,
+  TrimResult,
+  Written,
+} from './store.js';
+import { PAGE_META_BYTES, RUNS_FEED_TOPIC } from './store.js';
+
+export interface PostgresStoreOptions {
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** How long to wait for a connection, at start and for each operation (ms; default 10 s). */
+  connectTimeoutMs?: number;
+  /** Told of errors on idle connections (the server restarted, say); the pool drops them. */
+  onError?: (error: Error) => void;
+  /** The migrations to apply (tests only; default: this version's). */
+  migrations?: readonly Migration[];
+}
+
+/** Rows per INSERT of a batch, and the text they carry at most (UTF-16 units). */
+const INSERT_ROWS = 1000;
+const INSERT_TEXT = 4 * 1024 * 1024;
+const TRIM_ROWS_PER_TRANSACTION = 10_000;
+/**
+ * A page of runs is cut by rules.takePage, which weighs `meta` in UTF-16 units; SQL weighs it
+ * in UTF-8 bytes, at most 3 per unit. So the rows whose predecessors weigh under 3× the budget
+ * in bytes are all the rows takePage can look at (it decides; SQL only bounds what is fetched).
+ */
+const PAGE_BYTES_BOUND = 3 * PAGE_META_BYTES;
+
+/**
+ * int8 (BIGINT) columns as numbers: seqs, offsets, times and counters stay far below 2^53.
+ * Given to each pool, so the `pg` module's global parsers are left as they are.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 && format !== 'binary'
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+interface StreamRow {
+  id: number;
+  last_seq: number;
+  first_seq: number;
+  log_bytes: number;
+  last_time: number;
+}
+
+/** A stream row locked by the transaction, with the counters it has moved so far. */
+interface LockedStream {
+  id: number;
+  lastSeq: number;
+  logBytes: number;
+  lastTime: number;
+  dirty: boolean;
+}
+
+interface RunRow {
+  id: string;
+  pipeline: string;
+  run_id: string;
+  stream_id: number;
+  status: RunStatus;
+  cancel_requested: boolean;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  meta: string;
+  position: number;
+  last_seq: number;
+  log_bytes: number;
+}
+
+const RUN_ONLY = `id, pipeline, run_id, stream_id, status, cancel_requested, created_at, started_at,
+  ended_at, meta, position`;
+const RUN_COLUMNS = `r.id, r.pipeline, r.run_id, r.stream_id, r.status, r.cancel_requested,
+  r.created_at, r.started_at, r.ended_at, r.meta, r.position, s.last_seq, s.log_bytes`;
+const ENTRY_COLUMNS = `seq, time, kind, step, correlation_id, producer_id, log_offset, body, extra`;
+/** The id of the stream whose key is ($1, $2, $3) (see keyParams). */
+const STREAM_ID = '(SELECT id FROM streams WHERE type = $1 AND pipeline = $2 AND name = $3)';
+
+/**
+ * The statements with a fixed text, by name: each is prepared once per connection. Every one
+ * is an index search bounded by what it returns.
+ */
+const SQL = {
+  lockStream: `SELECT id, last_seq, first_seq, log_bytes, last_time FROM streams
+    WHERE type = $1 AND pipeline = $2 AND name = $3 FOR UPDATE`,
+  createStream: `INSERT INTO streams (type, pipeline, name) VALUES ($1, $2, $3)
+    ON CONFLICT (type, pipeline, name) DO NOTHING
+    RETURNING id, last_seq, first_seq, log_bytes, last_time`,
+  updateStream: 'UPDATE streams SET last_seq = $2, log_bytes = $3, last_time = $4 WHERE id = $1',
+  insertEntries: `INSERT INTO entries (stream_id, time, seq, kind, step, correlation_id,
+      producer_id, log_offset, body, extra)
+    SELECT $1::bigint, $2::bigint, u.* FROM unnest($3::bigint[], $4::text[], $5::text[],
+      $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[]) AS u`,
+  entriesByProducerIds: `SELECT ${ENTRY_COLUMNS} FROM entries
+    WHERE stream_id = $1 AND producer_id = ANY ($2::text[])`,
+  entriesFrom: `SELECT ${ENTRY_COLUMNS} FROM entries
+    WHERE stream_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+  runRow: `SELECT ${RUN_ONLY} FROM runs WHERE pipeline = $1 AND run_id = $2`,
+  insertRun: `INSERT INTO runs (id, pipeline, run_id, stream_id, status, created_at, started_at,
+      ended_at, meta) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    RETURNING ${RUN_ONLY}`,
+  updateRun: `UPDATE runs SET status = $3, started_at = $4, ended_at = $5, meta = $6,
+      cancel_requested = $7
+    WHERE pipeline = $1 AND run_id = $2 RETURNING ${RUN_ONLY}`,
+  notePipelineRun: `INSERT INTO pipelines (fqn, id, runs, last_run) VALUES ($1, $2, 1, $3)
+    ON CONFLICT (fqn) DO UPDATE SET runs = pipelines.runs + 1, last_run = excluded.last_run`,
+
+  getRun: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+    WHERE r.pipeline = $1 AND r.run_id = $2`,
+  findRuns: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+    WHERE r.run_id = $1 OR r.id = $1 ORDER BY r.position DESC LIMIT 10`,
+  latestRun: `SELECT ${RUN_COLUMNS} FROM pipelines p JOIN runs r ON r.id = p.last_run
+    JOIN streams s ON s.id = r.stream_id WHERE p.fqn = $1`,
+  listRuns: pageOfRuns('r.pipeline = $1 AND r.position < $2', '$3', '$4'),
+  listRunsByStatus: pageOfRuns('r.pipeline = $1 AND r.status = $5 AND r.position < $2', '$3', '$4'),
+  pipelines: `SELECT * FROM (
+      SELECT page.*, coalesce(sum(octet_length(page.meta)) OVER (ORDER BY page.fqn
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS weight_before
+      FROM (
+        SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
+        LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
+        WHERE p.fqn > $1 ORDER BY p.fqn LIMIT $2
+      ) page
+    ) weighed WHERE weight_before < $3 ORDER BY fqn`,
+  pipelineById: 'SELECT fqn FROM pipelines WHERE id = $1',
+
+  bounds: `SELECT first_seq, last_seq, log_bytes FROM streams
+    WHERE type = $1 AND pipeline = $2 AND name = $3`,
+  seqOfProducerId: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID} AND producer_id = $4`,
+  nthLatest: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID}
+    ORDER BY seq DESC OFFSET $4 LIMIT 1`,
+  logRange: `SELECT seq, log_offset, body, time FROM entries
+    WHERE stream_id = ${STREAM_ID} AND log_offset >= $4 AND log_offset < $5 ORDER BY log_offset`,
+  /** The chunks that end within the last $4 bytes: from the one holding byte (total - $4) on. */
+  logTail: `WITH s AS (SELECT id, log_bytes FROM streams
+      WHERE type = $1 AND pipeline = $2 AND name = $3)
+    SELECT seq, log_offset, body, time FROM entries
+    WHERE stream_id = (SELECT id FROM s) AND log_offset >= coalesce((
+      SELECT log_offset FROM entries WHERE stream_id = (SELECT id FROM s)
+        AND log_offset <= greatest((SELECT log_bytes FROM s) - $4, 0)
+      ORDER BY log_offset DESC LIMIT 1), 0)
+    ORDER BY log_offset`,
+  logChunkAt: `SELECT seq, log_offset, octet_length(body) AS size FROM entries
+    WHERE stream_id = ${STREAM_ID} AND log_offset <= $4 ORDER BY log_offset DESC LIMIT 1`,
+  topics: `SELECT name FROM streams WHERE type = 'topic' AND pipeline = '' AND name > $1
+    ORDER BY name LIMIT $2`,
+
+  trimStream: `SELECT id, first_seq, last_seq FROM streams
+    WHERE type = 'topic' AND pipeline = '' AND name = $1`,
+  /** The first entry at or after seq $2 written at or after time $3 (times never go back). */
+  firstYoung: `SELECT seq FROM entries WHERE stream_id = $1 AND seq >= $2 AND time >= $3
+    ORDER BY seq LIMIT 1`,
+  trimSlice: `WITH removed AS (
+      DELETE FROM entries WHERE stream_id = $1 AND seq >= $2 AND seq < $3 RETURNING 1
+    )
+    UPDATE streams SET first_seq = greatest(first_seq, $3) WHERE id = $1
+    RETURNING (SELECT count(*) FROM removed)::bigint AS removed`,
+} as const;
+
+/**
+ * A page of runs newest first, at most `limit` + 1 rows, and no more than rules.takePage can
+ * look at (PAGE_BYTES_BOUND).
+ */
+function pageOfRuns(where: string, limit: string, bound: string): string {
+  return `SELECT * FROM (
+      SELECT page.*, coalesce(sum(octet_length(page.meta)) OVER (ORDER BY page.position DESC
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS weight_before
+      FROM (
+        SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
+        WHERE ${where} ORDER BY r.position DESC LIMIT ${limit}
+      ) page
+    ) weighed WHERE weight_before < ${bound} ORDER BY position DESC`;
+}
+
+function named(name: keyof typeof SQL, values: unknown[]): QueryConfig {
+  return { name: `tw_${name}`, text: SQL[name], values };
+}
+
+/**
+ * The store of a fleet: every replica appends to and reads from one PostgreSQL database.
+ *
+ * An append is one transaction. It locks its stream's row (`SELECT … FOR UPDATE`, the row
+ * created first with `INSERT … ON CONFLICT DO NOTHING`), numbers its entries from the row's
+ * counters by the rules (rules.ts), inserts them, writes the counters back and commits; the
+ * lock is held until the commit. So the appends of one stream, from any number of processes,
+ * commit one after the other in seq order: no hole, no duplicate, and since a reader sees only
+ * committed rows, never seq N+1 without N. Producer ids are looked up under the same lock (and
+ * a unique index backs them up), so a retry racing its original on another replica is
+ * acknowledged with the original's seq. A status change also locks the runs feed's row, always
+ * after its run's, so two transactions never wait for each other in a circle.
+ *
+ * Open one with `PostgresStore.open(url)`: it connects and applies the migrations.
+ */
+export class PostgresStore implements Store {
+  private closed = false;
+  /** Per stream (streamId), the end of this process's last write to it. */
+  private readonly writing = new Map<string, Promise<void>>();
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly where: string,
+  ) {}
+
+  /**
+   * Connects to `url` (`postgres://user@host:port/db`) and brings its schema up to date. An
+   * unreachable server, a bad URL, or a database at a schema version newer than this code
+   * knows is an error here, at start.
+   */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const where = describeUrl(url);
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      application_name: 'tailwater',
+      types: TYPES,
+      keepAlive: true,
+      // A replica that stops mid-transaction (hung, or cut off) must not hold a stream's lock
+      // for ever: the server ends a transaction left idle this long. Between the statements of
+      // one append it is idle for microseconds.
+      idle_in_transaction_session_timeout: 30_000,
+    });
+    const onError = options.onError ?? (() => {});
+    // An idle connection that breaks (the server restarts) is dropped by the pool; without a
+    // listener its error would end the process.
+    pool.on('error', (error) => onError(error));
+    try {
+      let client: PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw new Error(`Cannot connect to PostgreSQL at ${where}: ${messageOf(error)}`, {
+          cause: error,
+        });
+      }
+      try {
+        await applyMigrations(client, where, options.migrations ?? MIGRATIONS);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    return new PostgresStore(pool, where);
+  }
+
+  // ---- runs ------------------------------------------------------------------------------
+
+  async putRun(pipeline: string, runId: string, update: RunUpdate): Promise<PutRunResult> {
+    refuseNul('Pipeline FQN', pipeline);
+    refuseNul('Run id', runId);
+    return this.transaction(runKey(pipeline, runId), async (tx) => {
+      const written: Written[] = [];
+      const run = await this.upsertRun(tx, pipeline, runId, update, written, false);
+      return { run, written };
+    });
+  }
+
+  async requestCancel(pipeline: string, runId: string): Promise<PutRunResult> {
+    refuseNul('Pipeline FQN', pipeline);
+    refuseNul('Run id', runId);
+    return this.transaction(runKey(pipeline, runId), async (tx) => {
+      const written: Written[] = [];
+      const stream = await tx.stream(runKey(pipeline, runId), false);
+      const existing = stream && (await tx.runRow(pipeline, runId));
+      // Asked before: nothing more to say, nothing written.
+      if (!cancelNeeded(pipeline, runId, existing && runState(existing))) {
+        return { run: runFromRow(existing!, stream!), written };
+      }
+      const run = await this.upsertRun(tx, pipeline, runId, {}, written, true);
+      return { run, written };
+    });
+  }
+
+  async getRun(pipeline: string, runId: string): Promise<Run | undefined> {
+    if (hasNul(pipeline, runId)) return undefined;
+    const [row] = await this.rows<RunRow>(named('getRun', [pipeline, runId]));
+    return row && runFromRow(row);
+  }
+
+  async findRuns(runIdOrId: string): Promise<Run[]> {
+    if (hasNul(runIdOrId)) return [];
+    return (await this.rows<RunRow>(named('findRuns', [runIdOrId]))).map((row) => runFromRow(row));
+  }
+
+  async latestRun(pipeline: string): Promise<Run | undefined> {
+    if (hasNul(pipeline)) return undefined;
+    const [row] = await this.rows<RunRow>(named('latestRun', [pipeline]));
+    return row && runFromRow(row);
+  }
+
+  async listPipelines(page: PageRequest): Promise<Page<PipelineSummary>> {
+    type Row = Partial<RunRow> & { fqn: string; pid: string; runs: number };
+    const rows = await this.rows<Row>(
+      named('pipelines', [beforeNul(page.after ?? ''), page.limit + 1, PAGE_BYTES_BOUND]),
+    );
+    const { items, more } = takePage(rows.values(), page.limit, (row) => row.meta?.length ?? 0);
+    return {
+      items: items.map((row) => ({
+        fqn: row.fqn,
+        id: row.pid,
+        runs: row.runs,
+        lastRun: row.id === null || row.id === undefined ? null : runFromRow(row as RunRow),
+      })),
+      next: more ? items[items.length - 1]!.fqn : undefined,
+    };
+  }
+
+  async pipelineById(id: string): Promise<string | undefined> {
+    if (hasNul(id)) return undefined;
+    const [row] = await this.rows<{ fqn: string }>(named('pipelineById', [id.toLowerCase()]));
+    return row?.fqn;
+  }
+
+  async listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
+    const before = page.after === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(page.after);
+    if (hasNul(pipeline)) return { items: [] };
+    const values: unknown[] = [pipeline, before, page.limit + 1, PAGE_BYTES_BOUND];
+    const rows = await this.rows<RunRow>(
+      page.status ? named('listRunsByStatus', [...values, page.status]) : named('listRuns', values),
+    );
+    const { items, more } = takePage(rows.values(), page.limit, (row) => row.meta.length);
+    const last = items[items.length - 1];
+    return {
+      items: items.map((row) => runFromRow(row)),
+      next: more && last ? String(last.position) : undefined,
+    };
+  }
+
+  /**
+   * Creates or updates the run row inside the transaction, its stream's row locked first. On a
+   * status change (or a cancel request) it writes a `status` entry to the run stream and the
+   * run, as it now is, to the runs feed.
+   */
+  private async upsertRun(
+    tx: Transaction,
+    pipeline: string,
+    runId: string,
+    update: RunUpdate,
+    written: Written[],
+    cancel: boolean,
+  ): Promise<Run> {
+    const key = runKey(pipeline, runId);
+    const stream = (await tx.stream(key, true))!;
+    const existing = await tx.runRow(pipeline, runId);
+    const now = tx.now;
+    const { next, changed, statusEntry } = runTransition(
+      runId,
+      existing && runState(existing),
+      update,
+      now,
+      cancel,
+    );
+    if (!changed) return runFromRow(existing!, stream);
+    const { status, startedAt, endedAt, meta } = next;
+    let row: RunRow | undefined;
+    if (!existing) {
+      const id = randomUUID();
+      [row] = await tx.rows<RunRow>(
+        named('insertRun', [id, pipeline, runId, stream.id, status, now, startedAt, endedAt, meta]),
+      );
+      await tx.rows(named('notePipelineRun', [pipeline, pipelineId(pipeline), id]));
+    } else {
+      [row] = await tx.rows<RunRow>(
+        named('updateRun', [
+          pipeline,
+          runId,
+          status,
+          startedAt,
+          endedAt,
+          meta,
+          next.cancelRequested,
+        ]),
+      );
+    }
+    if (statusEntry === undefined) return runFromRow(row!, stream);
+    const [seq] = await tx.insert(stream, [{ kind: 'status', body: statusEntry, isLog: false }]);
+    written.push({ key, seq: seq! });
+    // Made after the status entry, so the feed's copy of the run shows its new lastSeq.
+    const run = runFromRow(row!, stream);
+    const feedKey = topicKey(RUNS_FEED_TOPIC);
+    const feed = (await tx.stream(feedKey, true))!;
+    const [feedSeq] = await tx.insert(feed, [
+      { kind: 'status', body: runsFeedBody(run), isLog: false },
+    ]);
+    written.push({ key: feedKey, seq: feedSeq! });
+    return run;
+  }
+
+  private async ensureRun(tx: Transaction, pipeline: string, runId: string, written: Written[]) {
+    if (!(await tx.runRow(pipeline, runId))) {
+      await this.upsertRun(tx, pipeline, runId, { status: 'running' }, written, false);
+    }
+  }
+
+  // ---- appends ---------------------------------------------------------------------------
+
+  async appendLog(
+    pipeline: string,
+    runId: string,
+    chunks: readonly NewLog[],
+  ): Promise<AppendLogResult> {
+    refuseNul('Pipeline FQN', pipeline);
+    refuseNul('Run id', runId);
+    chunks.forEach((chunk, index) => {
+      refuseNul(index === 0 ? 'The log text' : `The log text (piece ${index + 1})`, chunk.text);
+      refuseNul('step', chunk.step);
+      refuseNul('id', chunk.id);
+    });
+    const key = runKey(pipeline, runId);
+    return this.transaction(key, async (tx) => {
+      const written: Written[] = [];
+      const stream = (await tx.stream(key, true))!;
+      const first = chunks[0];
+      if (first?.id !== undefined) {
+        const [original] = await tx.entriesByProducerIds(stream.id, [first.id]);
+        if (original) return this.originalLogAppend(tx, stream.id, original, chunks, written);
+      }
+      await this.ensureRun(tx, pipeline, runId, written);
+      const offset = stream.logBytes;
+      const seqs = await tx.insert(
+        stream,
+        chunks.map((chunk) => pendingLog(chunk, LOG_KIND)),
+      );
+      const size = chunks.reduce((sum, chunk) => sum + Buffer.byteLength(chunk.text, 'utf8'), 0);
+      const last = seqs[seqs.length - 1]!;
+      written.push({ key, seq: last });
+      return { seq: last, firstSeq: seqs[0]!, offset, size, duplicate: false, written };
+    });
+  }
+
+  /**
+   * The acknowledgement of an append whose producer id was already stored: the original's, if
+   * the rules find it a retry of the same append.
+   */
+  private async originalLogAppend(
+    tx: Transaction,
+    sid: number,
+    original: EntryRow,
+    chunks: readonly NewLog[],
+    written: Written[],
+  ): Promise<AppendLogResult> {
+    const rows = (
+      await tx.rows<EntryRow>(named('entriesFrom', [sid, original.seq - 1, chunks.length]))
+    ).map(storedFromRow);
+    checkLogRetry(rows, chunks);
+    const size = rows.reduce((sum, row) => sum + Buffer.byteLength(row.body, 'utf8'), 0);
+    return {
+      seq: rows[rows.length - 1]!.seq,
+      firstSeq: original.seq,
+      offset: original.log_offset!,
+      size,
+      duplicate: true,
+      written,
+    };
+  }
+
+  async appendEvents(key: StreamKey, events: readonly NewEvent[]): Promise<AppendEventsResult> {
+    refuseNulInKey(key);
+    const pending = events.map((event, index) => {
+      const entry = pendingEvent(event);
+      const at = `events[${index}]`;
+      refuseNul(`${at}.kind`, entry.kind);
+      refuseNul(`${at}.step`, entry.step);
+      refuseNul(`${at}.correlationId`, entry.correlationId);
+      refuseNul(`${at}.id`, entry.id);
+      refuseNul(`${at}.data`, entry.body);
+      refuseNul(`${at}.extra`, entry.extra);
+      return entry;
+    });
+    return this.transaction(key, async (tx) => {
+      const written: Written[] = [];
+      if (key.type === 'run') await this.ensureRun(tx, key.pipeline, key.runId, written);
+      const stream = (await tx.stream(key, true))!;
+      const ids = [
+        ...new Set(pending.flatMap((entry) => (entry.id === undefined ? [] : entry.id))),
+      ];
+      const stored = new Map<string, StoredEntry>();
+      if (ids.length > 0) {
+        for (const row of await tx.entriesByProducerIds(stream.id, ids)) {
+          stored.set(row.producer_id!, storedFromRow(row));
+        }
+      }
+      const plan = planEventBatch(events, (id) => stored.get(id));
+      const assigned = plan.fresh.length > 0 ? await tx.insert(stream, plan.fresh) : [];
+      if (assigned.length > 0) written.push({ key, seq: assigned[assigned.length - 1]! });
+      return { seqs: batchSeqs(plan, assigned), duplicates: plan.duplicates, written };
+    });
+  }
+
+  // ---- reads -----------------------------------------------------------------------------
+
+  async readEntries(key: StreamKey, options: ReadEntriesOptions): Promise<Entry[]> {
+    if (hasNulInKey(key) || options.limit < 1) return [];
+    const maxBytes = options.maxBytes ?? Number.MAX_SAFE_INTEGER;
+    const values: unknown[] = [...keyParams(key), options.afterSeq, options.limit, maxBytes];
+    let source: string;
+    let ctes = '';
+    if (!options.kinds) {
+      source = `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ${STREAM_ID} AND seq > $4
+        ORDER BY seq LIMIT $5`;
+    } else {
+      // One ordered branch per kind, each read by index: other kinds through the kind index,
+      // log text through the offset index from the first log entry past the cursor.
+      const branches: string[] = [];
+      for (const kind of new Set(options.kinds)) {
+        values.push(kind);
+        branches.push(`(SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ${STREAM_ID}
+          AND kind = $${values.length} AND log_offset IS NULL AND seq > $4 ORDER BY seq LIMIT $5)`);
+        if (kind === LOG_KIND) {
+          ctes = firstLogOffsetAfter('$4');
+          branches.push(`(SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ${STREAM_ID}
+            AND log_offset >= (SELECT found FROM search WHERE lo >= hi)
+            ORDER BY log_offset LIMIT $5)`);
+        }
+      }
+      if (branches.length === 0) return [];
+      source = `SELECT * FROM (${branches.join(' UNION ALL ')}) kinds ORDER BY seq LIMIT $5`;
+    }
+    // At most `limit` entries, and no more once those before weigh maxBytes (the first always).
+    const text = `${ctes} SELECT * FROM (
+        SELECT page.*, row_number() OVER w AS n,
+          sum(octet_length(page.body)) OVER w - octet_length(page.body) AS weight_before
+        FROM (${source}) page WINDOW w AS (ORDER BY page.seq ROWS UNBOUNDED PRECEDING)
+      ) weighed WHERE n = 1 OR weight_before < $6 ORDER BY seq`;
+    const rows = await this.rows<EntryRow>({ text, values });
+    return rows.map(entryFromRow);
+  }
+
+  async nthLatestSeq(
+    key: StreamKey,
+    n: number,
+    kinds?: readonly string[],
+  ): Promise<number | undefined> {
+    if (hasNulInKey(key) || n < 1) return undefined;
+    if (!kinds || kinds.length === 0) {
+      const [row] = await this.rows<{ seq: number }>(
+        named('nthLatest', [...keyParams(key), n - 1]),
+      );
+      return row?.seq;
+    }
+    // The newest n entries of each kind, merged newest first.
+    const values: unknown[] = [...keyParams(key), n];
+    const branches: string[] = [];
+    for (const kind of new Set(kinds)) {
+      values.push(kind);
+      branches.push(`(SELECT seq FROM entries WHERE stream_id = ${STREAM_ID}
+        AND kind = $${values.length} AND log_offset IS NULL ORDER BY seq DESC LIMIT $4)`);
+      if (kind === LOG_KIND) {
+        branches.push(`(SELECT seq FROM entries WHERE stream_id = ${STREAM_ID}
+          AND log_offset IS NOT NULL ORDER BY log_offset DESC LIMIT $4)`);
+      }
+    }
+    const text = `SELECT seq FROM (${branches.join(' UNION ALL ')}) kinds
+      ORDER BY seq DESC OFFSET $4::bigint - 1 LIMIT 1`;
+    const [row] = await this.rows<{ seq: number }>({ text, values });
+    return row?.seq;
+  }
+
+  async seqOfProducerId(key: StreamKey, id: string): Promise<number | undefined> {
+    if (hasNulInKey(key) || hasNul(id)) return undefined;
+    const [row] = await this.rows<{ seq: number }>(
+      named('seqOfProducerId', [...keyParams(key), id]),
+    );
+    return row?.seq;
+  }
+
+  async bounds(key: StreamKey): Promise<StreamBounds> {
+    const [row] = hasNulInKey(key)
+      ? []
+      : await this.rows<StreamRow>(named('bounds', keyParams(key)));
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0 };
+    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes };
+  }
+
+  async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
+    if (hasNulInKey(key)) return [];
+    type Row = { seq: number; log_offset: number; body: string; time: number };
+    const rows = await this.rows<Row>(
+      offset === -1
+        ? named('logTail', [...keyParams(key), limit])
+        : named('logRange', [...keyParams(key), offset, offset + limit]),
+    );
+    return rows.map((row) => ({
+      offset: row.log_offset,
+      size: Buffer.byteLength(row.body, 'utf8'),
+      text: row.body,
+      time: new Date(row.time).toISOString(),
+    }));
+  }
+
+  async logChunkAt(key: StreamKey, byte: number): Promise<LogChunkPosition | undefined> {
+    if (hasNulInKey(key)) return undefined;
+    const [row] = await this.rows<{ seq: number; log_offset: number; size: number }>(
+      named('logChunkAt', [...keyParams(key), byte]),
+    );
+    if (!row) return undefined;
+    return row.log_offset + row.size > byte
+      ? { offset: row.log_offset, size: row.size, seq: row.seq }
+      : undefined;
+  }
+
+  async listTopics(page: PageRequest): Promise<Page<string>> {
+    const rows = await this.rows<{ name: string }>(
+      named('topics', [beforeNul(page.after ?? ''), page.limit + 1]),
+    );
+    const items = rows.slice(0, page.limit).map(({ name }) => name);
+    return { items, next: rows.length > page.limit ? items[items.length - 1] : undefined };
+  }
+
+  /**
+   * Trims one topic, holding an advisory lock on it meanwhile, so that replicas running
+   * retention at once trim each topic one at a time (the second finds nothing left to do).
+   * The entries go in small transactions, so appends to the topic wait for none of it long.
+   */
+  async trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult> {
+    if (hasNul(topic)) return { removed: 0, firstSeq: 1 };
+    return this.withClient(async (client) => {
+      await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCKS.trimNamespace, topic]);
+      try {
+        const query = <R extends QueryResultRow>(config: QueryConfig) =>
+          client.query<R>(config).then((result) => result.rows);
+        const [row] = await query<StreamRow>(named('trimStream', [topic]));
+        if (!row) return { removed: 0, firstSeq: 1 };
+        let cut = row.first_seq;
+        if (policy.maxEntries > 0) cut = Math.max(cut, row.last_seq - policy.maxEntries + 1);
+        if (policy.olderThanMs !== undefined) {
+          // Read from the cut on: what it passes over is removed anyway.
+          const [young] = await query<{ seq: number }>(
+            named('firstYoung', [row.id, cut, policy.olderThanMs]),
+          );
+          cut = Math.max(cut, young?.seq ?? row.last_seq + 1);
+        }
+        let removed = 0;
+        for (let from = row.first_seq; from < cut; from += TRIM_ROWS_PER_TRANSACTION) {
+          const to = Math.min(cut, from + TRIM_ROWS_PER_TRANSACTION);
+          const [slice] = await query<{ removed: number }>(named('trimSlice', [row.id, from, to]));
+          removed += slice?.removed ?? 0;
+        }
+        return { removed, firstSeq: cut };
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [
+          LOCKS.trimNamespace,
+          topic,
+        ]);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Writes already asked for finish (committed or rolled back) before the pool ends.
+    await Promise.all(this.writing.values());
+    await this.pool.end();
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  private async rows<R extends QueryResultRow>(config: QueryConfig): Promise<R[]> {
+    this.checkOpen();
+    try {
+      return (await this.pool.query<R>(config)).rows;
+    } catch (error) {
+      throw this.translate(error);
+    }
+  }
+
+  /** A connection of the pool for `body`; one that failed mid-way is closed, not reused. */
+  private async withClient<T>(body: (client: PoolClient) => Promise<T>): Promise<T> {
+    this.checkOpen();
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw this.translate(error);
+    }
+    let broken: Error | undefined;
+    try {
+      return await body(client);
+    } catch (error) {
+      if (isConnectionError(error)) broken = error as Error;
+      throw this.translate(error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Runs `body` in one transaction, committed whole or (on any error) rolled back whole, after
+   * this process's earlier writes to the same stream: they would wait for its row's lock
+   * anyway, and waiting here keeps them from holding every connection of the pool meanwhile
+   * (reads go on). It also commits one process's writes to a stream in the order they were
+   * asked for. Other processes' writes are kept in turn by the row's lock.
+   */
+  private transaction<T>(key: StreamKey, body: (tx: Transaction) => Promise<T>): Promise<T> {
+    const name = streamId(key);
+    const run = () => this.transactionNow(body);
+    const result = (this.writing.get(name) ?? Promise.resolve()).then(run, run);
+    const done = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writing.set(name, done);
+    void done.then(() => {
+      if (this.writing.get(name) === done) this.writing.delete(name);
+    });
+    return result;
+  }
+
+  private transactionNow<T>(body: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.withClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const tx = new Transaction(client);
+        const result = await body(tx);
+        await tx.flush();
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        // A rollback that fails leaves the connection broken: withClient closes it.
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error('The store is closed.');
+  }
+
+  /**
+   * The error a caller should see: PostgreSQL out of reach is TW_STORE_UNAVAILABLE (503, retry
+   * later; nothing was acknowledged), text it cannot hold TW_BAD_REQUEST; others as they are.
+   */
+  private translate(error: unknown): unknown {
+    if (error instanceof TailwaterError) return error;
+    if (isConnectionError(error)) {
+      return new TailwaterError(
+        'TW_STORE_UNAVAILABLE',
+        `The store (PostgreSQL at ${this.where}) cannot be reached: ${messageOf(error)}. Nothing was stored by this request; retry it.`,
+        { 'Retry-After': '1' },
+      );
+    }
+    if (sqlState(error) === '22021') {
+      return new TailwaterError(
+        'TW_BAD_REQUEST',
+        `The store cannot keep this text: ${messageOf(error)}.`,
+      );
+    }
+    return error;
+  }
+}
+
+/**
+ * What one transaction has locked and moved: each stream's row is locked on first use and its
+ * counters kept here, written back once, before COMMIT.
+ */
+class Transaction {
+  private readonly streams = new Map<string, LockedStream>();
+  private clock: number | undefined;
+
+  constructor(private readonly client: PoolClient) {}
+
+  /** The time of this transaction's writes, read once its first lock is held. */
+  get now(): number {
+    this.clock ??= Date.now();
+    return this.clock;
+  }
+
+  async rows<R extends QueryResultRow>(config: QueryConfig): Promise<R[]> {
+    return (await this.client.query<R>(config)).rows;
+  }
+
+  /**
+   * The stream's row, locked until COMMIT; created first when `create` (else undefined when
+   * the stream was never written). A row another transaction is creating is waited for.
+   */
+  async stream(key: StreamKey, create: boolean): Promise<LockedStream | undefined> {
+    const name = streamId(key);
+    const known = this.streams.get(name);
+    if (known) return known;
+    const params = keyParams(key);
+    let [row] = await this.rows<StreamRow>(named('lockStream', params));
+    // Created here (and so locked), or, if another transaction created it meanwhile, locked
+    // once that one committed. Two turns suffice: a stream row is never deleted.
+    for (let turn = 0; !row && create && turn < 2; turn += 1) {
+      [row] = await this.rows<StreamRow>(named('createStream', params));
+      if (!row) [row] = await this.rows<StreamRow>(named('lockStream', params));
+    }
+    if (!row) {
+      if (create) throw new Error(`The row of ${describeStream(key)} could not be locked.`);
+      return undefined;
+    }
+    const locked: LockedStream = {
+      id: row.id,
+      lastSeq: row.last_seq,
+      logBytes: row.log_bytes,
+      lastTime: row.last_time,
+      dirty: false,
+    };
+    this.streams.set(name, locked);
+    this.clock ??= Date.now();
+    return locked;
+  }
+
+  runRow(pipeline: string, runId: string): Promise<RunRow | undefined> {
+    return this.rows<RunRow>(named('runRow', [pipeline, runId])).then(([row]) => row);
+  }
+
+  entriesByProducerIds(sid: number, ids: readonly string[]): Promise<EntryRow[]> {
+    return this.rows<EntryRow>(named('entriesByProducerIds', [sid, ids]));
+  }
+
+  /**
+   * Numbers entries on a locked stream by the rules and inserts them, a few thousand rows per
+   * statement. Their time is the transaction's, or the stream's newest if that is later (a
+   * replica whose clock is behind): time never goes back within a stream.
+   */
+  async insert(stream: LockedStream, pending: readonly PendingEntry[]): Promise<number[]> {
+    const time = Math.max(this.now, stream.lastTime);
+    const numbering = new Numbering(stream.lastSeq, stream.logBytes);
+    const seqs: number[] = [];
+    let columns = emptyColumns();
+    let text = 0;
+    for (const entry of pending) {
+      const { seq, logOffset } = numbering.next(entry);
+      columns.seq.push(seq);
+      columns.kind.push(entry.kind);
+      columns.step.push(entry.step ?? null);
+      columns.correlationId.push(entry.correlationId ?? null);
+      columns.id.push(entry.id ?? null);
+      columns.logOffset.push(logOffset);
+      columns.body.push(entry.body);
+      columns.extra.push(entry.extra ?? null);
+      seqs.push(seq);
+      text += entry.body.length;
+      if (columns.seq.length >= INSERT_ROWS || text >= INSERT_TEXT) {
+        await this.insertRows(stream.id, time, columns);
+        columns = emptyColumns();
+        text = 0;
+      }
+    }
+    if (columns.seq.length > 0) await this.insertRows(stream.id, time, columns);
+    stream.lastSeq = numbering.lastSeq;
+    stream.logBytes = numbering.logBytes;
+    stream.lastTime = time;
+    stream.dirty = true;
+    return seqs;
+  }
+
+  private async insertRows(sid: number, time: number, c: Columns): Promise<void> {
+    await this.rows(
+      named('insertEntries', [
+        sid,
+        time,
+        c.seq,
+        c.kind,
+        c.step,
+        c.correlationId,
+        c.id,
+        c.logOffset,
+        c.body,
+        c.extra,
+      ]),
+    );
+  }
+
+  /** Writes back the counters of every stream this transaction numbered entries on. */
+  async flush(): Promise<void> {
+    for (const stream of this.streams.values()) {
+      if (!stream.dirty) continue;
+      await this.rows(
+        named('updateStream', [stream.id, stream.lastSeq, stream.logBytes, stream.lastTime]),
+      );
+    }
+  }
+}
+
+interface Columns {
+  seq: number[];
+  kind: string[];
+  step: (string | null)[];
+  correlationId: (string | null)[];
+  id: (string | null)[];
+  logOffset: (number | null)[];
+  body: string[];
+  extra: (string | null)[];
+}
+
+function emptyColumns(): Columns {
+  return {
+    seq: [],
+    kind: [],
+    step: [],
+    correlationId: [],
+    id: [],
+    logOffset: [],
+    body: [],
+    extra: [],
+  };
+}
+
+/**
+ * Checks migrations and applies those the database lacks, in one transaction under the
+ * migration lock: replicas starting together apply each once, the others wait and find it
+ * done. A database at a newer version than this code knows is refused, untouched.
+ */
+export async function applyMigrations(
+  client: PoolClient | pg.Client,
+  where: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<number[]> {
+  const known = migrations[migrations.length - 1]?.version ?? 0;
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, LOCKS.migrate]);
+    await client.query(MIGRATIONS_TABLE);
+    const { rows } = await client.query<{ version: number | null }>(
+      'SELECT max(version) AS version FROM schema_migrations',
+    );
+    const current = rows[0]?.version ?? 0;
+    if (current > known) {
+      throw new Error(
+        `The PostgreSQL database at ${where} has schema version ${current}, newer than this Tailwater knows (${known}): it was migrated by a newer release. Run that release (or newer), or point --store at another database.`,
+      );
+    }
+    const applied: number[] = [];
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
+      applied.push(migration.version);
+    }
+    await client.query('COMMIT');
+    return applied;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * The offset of the first log entry whose seq is past `after`, as CTEs `s` and `search`. Log
+ * entries are in seq order and offset order alike, so a binary search over offsets finds it in
+ * ~50 index probes (one recursive query), however many entries of other kinds come before it.
+ * `search`'s last row (lo >= hi) holds it in `found` (null: there is none).
+ */
+function firstLogOffsetAfter(after: string): string {
+  return `WITH RECURSIVE s AS (
+      SELECT id, log_bytes FROM streams WHERE type = $1 AND pipeline = $2 AND name = $3
+    ), search (lo, hi, found) AS (
+      SELECT 0::bigint, log_bytes + 1, NULL::bigint FROM s
+      UNION ALL
+      SELECT
+        CASE WHEN r.seq <= ${after} THEN r.log_offset + 1 ELSE b.lo END,
+        CASE WHEN r.seq IS NULL THEN (b.lo + b.hi) / 2
+             WHEN r.seq > ${after} THEN least((b.lo + b.hi) / 2, r.log_offset)
+             ELSE b.hi END,
+        CASE WHEN r.seq > ${after} THEN r.log_offset ELSE b.found END
+      FROM search b LEFT JOIN LATERAL (
+        SELECT seq, log_offset FROM entries
+        WHERE stream_id = (SELECT id FROM s) AND log_offset >= (b.lo + b.hi) / 2
+        ORDER BY log_offset LIMIT 1
+      ) r ON true
+      WHERE b.lo < b.hi
+    )`;
+}
+
+/** A stream key as the three columns of its row. */
+function keyParams(key: StreamKey): [string, string, string] {
+  return key.type === 'run' ? ['run', key.pipeline, key.runId] : ['topic', '', key.topic];
+}
+
+/**
+ * PostgreSQL `text` cannot hold U+0000. Names never contain it (names.ts refuses control
+ * characters) and JSON escapes it, so only text given to the store directly can: it is
+ * refused as a bad request, before anything is written.
+ */
+function refuseNul(what: string, value: unknown): void {
+  if (typeof value === 'string' && value.includes('\u0000')) {
+    throw new TailwaterError(
+      'TW_BAD_REQUEST',
+      `${what} contains the NUL character (U+0000), which the PostgreSQL store cannot keep; nothing was stored.`,
+    );
+  }
+}
+
+function refuseNulInKey(key: StreamKey): void {
+  if (key.type === 'run') {
+    refuseNul('Pipeline FQN', key.pipeline);
+    refuseNul('Run id', key.runId);
+  } else {
+    refuseNul('Topic', key.topic);
+  }
+}
+
+/** A name with NUL names nothing stored (see refuseNul). */
+function hasNul(...values: string[]): boolean {
+  return values.some((value) => value.includes('\u0000'));
+}
+
+function hasNulInKey(key: StreamKey): boolean {
+  return key.type === 'run' ? hasNul(key.pipeline, key.runId) : hasNul(key.topic);
+}
+
+/**
+ * A page cursor cut at its first NUL: no stored name holds one, so the names after `a` NUL …
+ * are exactly those after `a`.
+ */
+function beforeNul(cursor: string): string {
+  const at = cursor.indexOf('\u0000');
+  return at < 0 ? cursor : cursor.slice(0, at);
+}
+
+/** Errors that mean the server is out of reach (or going away), not that the request is bad. */
+function isConnectionError(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state !== undefined) {
+    // 08: connection exception; 57P01–57P03: shutting down, crashed, starting; 53300: too many
+    // connections.
+    return state.startsWith('08') || /^57P0[123]$/.test(state) || state === '53300';
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    typeof code === 'string' &&
+    /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH|NOTFOUND|AI_AGAIN)$/.test(code)
+  ) {
+    return true;
+  }
+  const message = messageOf(error);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(
+    message,
+  );
+}
+
+/** The SQLSTATE of a PostgreSQL error (five characters), if it is one. */
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return error.errors.map(messageOf).join('; ');
+  }
+  return error instanceof Error ? error.message || String(error) : String(error);
+}
+
+/** The URL without its password, for messages; a URL that is not PostgreSQL's is refused. */
+function describeUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(
+      `Not a PostgreSQL URL: "${url}" (expected postgres://user@host:port/database).`,
+    );
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new Error(
+      `Not a PostgreSQL URL: "${parsed.protocol}//…" (expected postgres://user@host:port/database).`,
+    );
+  }
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+/** A run row as the rules see it. */
+function runState(row: RunRow): RunState {
+  return {
+    status: row.status,
+    cancelRequested: row.cancel_requested,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    meta: row.meta,
+  };
+}
+
+/** A run row, with its stream's counters (as a transaction has moved them, when it has). */
+function runFromRow(row: RunRow, stream?: LockedStream): Run {
+  return {
+    id: row.id,
+    pipeline: row.pipeline,
+    runId: row.run_id,
+    status: row.status,
+    cancelRequested: row.cancel_requested,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: row.started_at === null ? null : new Date(row.started_at).toISOString(),
+    endedAt: row.ended_at === null ? null : new Date(row.ended_at).toISOString(),
+    lastSeq: stream ? stream.lastSeq : row.last_seq,
+    logBytes: stream ? stream.logBytes : row.log_bytes,
+    meta: JSON.parse(row.meta) as Record<string, unknown>,
+  };
+}
