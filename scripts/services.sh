@@ -159,3 +159,21 @@ ensure_chromium
 start_activemq
 start_redis
 start_postgres
+
+# nginx (the fleet's end-to-end tests): only the binary. The tests run their own nginx processes
+# (`nginx -c <conf> -p <dir>`, docs/nginx.conf) on free loopback ports; no system nginx is
+# started, and one the package's install started is stopped again.
+ensure_nginx() {
+  [ -x /usr/sbin/nginx ] && return 0
+  echo "services: installing nginx from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  if ((APT_UPDATED == 0)); then
+    apt-get update -qq
+    APT_UPDATED=1
+  fi
+  apt-get install -y -q --no-install-recommends nginx >/dev/null
+  [ -f /run/nginx.pid ] && /usr/sbin/nginx -s quit 2>/dev/null || true
+  [ -x /usr/sbin/nginx ] || { echo "services: /usr/sbin/nginx is missing" >&2; return 1; }
+}
+
+ensure_nginx

@@ -32,6 +32,17 @@ const BUSES: Record<string, Opener<Bus>> = {
     const { RedisBus } = await import('../bus/redis.js');
     return RedisBus.open(spec);
   },
+  // LISTEN/NOTIFY on the store's own database, for a deployment with no Redis.
+  postgres: async (_spec, settings) => {
+    const scheme = settings.store ? schemeOf(settings.store) : 'sqlite';
+    if (scheme !== 'postgres' && scheme !== 'postgresql') {
+      throw new SettingsError(
+        `bus: "postgres" notifies through the PostgreSQL store's database, but the store is ${scheme === 'sqlite' ? 'SQLite' : `"${redact(settings.store)}"`}; use --store postgres://user@host:port/db with it, or another bus.`,
+      );
+    }
+    const { PostgresBus } = await import('../bus/postgres.js');
+    return PostgresBus.open(settings.store);
+  },
 };
 
 function schemeOf(spec: string): string {
@@ -55,7 +66,7 @@ export async function openBus(settings: Settings): Promise<Bus> {
   const open = BUSES[schemeOf(settings.bus)];
   if (!open) {
     throw new SettingsError(
-      `bus: "${redact(settings.bus)}" is not a bus this build opens (use memory or redis://host:port).`,
+      `bus: "${redact(settings.bus)}" is not a bus this build opens (use memory, redis://host:port or postgres).`,
     );
   }
   return open(settings.bus, settings);

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { TailwaterClientError } from '../client/errors.js';
 import { SettingsError } from '../model/settings.js';
 import { UsageError } from './client-options.js';
+import { migrateCommand } from './migrate.js';
 import { publishCommand } from './publish.js';
 import { runCommandLine } from './run.js';
 import { runsCommand } from './runs.js';
@@ -60,6 +61,7 @@ export async function main(argv: string[]): Promise<void> {
   tailCommand(program);
   publishCommand(program);
   runsCommand(program);
+  migrateCommand(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {

@@ -41,7 +41,10 @@ export function serveCommand(program: Command): void {
       '--store <url>',
       'store: sqlite:<path> (default sqlite:<data>/tailwater.db) or postgres://user@host:port/db',
     )
-    .option('--bus <url>', 'bus: memory (default, one process) or redis://host:port')
+    .option(
+      '--bus <url>',
+      'bus: memory (default, one process), redis://host:port, or postgres (LISTEN/NOTIFY on the store)',
+    )
     .option('--config <file>', 'JSON config file of settings (see docs/CONFIGURATION.md)')
     .option('--demo', 'also run a sample pipeline that writes live logs and events')
     .option('--insecure', 'allow a non-loopback --host without authentication')
