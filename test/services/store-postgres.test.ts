@@ -1,13 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RAW_DATA } from '../../src/model/entry.js';
 import type { NewEvent } from '../../src/model/entry.js';
-import { runKey, topicKey } from '../../src/model/stream-key.js';
+import { topicKey } from '../../src/model/stream-key.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { PostgresStoreOptions } from '../../src/store/postgres.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/postgres-schema.js';
 import type { Store } from '../../src/store/store.js';
-import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
-import { runStoreContract } from '../unit/store.contract.js';
+import { runReplicaStoreContract, runStoreContract } from '../unit/store.contract.js';
 import { freshDatabase, pgAdmin as admin, POSTGRES_SERVER as SERVER } from '../helpers/postgres.js';
 
 // Compile-time guard: PostgresStore satisfies the Store port.
@@ -20,6 +19,23 @@ runStoreContract('postgres', async () => {
   return {
     store: opened[0]!,
     reopen: async () => {
+      const store = await open(database.url);
+      opened.push(store);
+      return store;
+    },
+    cleanup: async () => {
+      for (const store of opened) await store.close();
+      await database.drop();
+    },
+  };
+});
+
+// What several replicas on one database can break, which one SQLite process never meets.
+runReplicaStoreContract('postgres', async () => {
+  const database = await freshDatabase();
+  const opened: Store[] = [];
+  return {
+    open: async () => {
       const store = await open(database.url);
       opened.push(store);
       return store;
@@ -51,166 +67,10 @@ describe('PostgresStore', () => {
     return store;
   }
 
-  /** Two stores on one database: two replicas. */
-  async function twoReplicas() {
-    const db = await database();
-    return { db, a: await storeOn(db.url), b: await storeOn(db.url) };
-  }
-
   const ev = (data: unknown, extra: Partial<NewEvent> = {}): NewEvent => ({
     kind: 'k',
     data,
     ...extra,
-  });
-
-  describe('two replicas on one database', () => {
-    // A store runs its own writes to one stream one after the other, so the replicas' count is
-    // how many transactions race for the stream's row at once.
-    it.each([
-      { replicas: 2, each: 20 },
-      { replicas: 8, each: 5 },
-    ])(
-      'number racing appends to one stream gaplessly, each batch whole and contiguous ($replicas × $each batches)',
-      async ({ replicas, each }) => {
-        const db = await database();
-        const stores = await Promise.all(Array.from({ length: replicas }, () => storeOn(db.url)));
-        const [a, b] = stores as [PostgresStore, PostgresStore];
-        const key = topicKey('race');
-        const batches = Array.from({ length: replicas * each }, (_, batch) =>
-          Array.from({ length: 1 + (batch % 7) }, (_, i) => ev({ batch, i })),
-        );
-        // Every batch at once, the replicas taking turns.
-        const results = await Promise.all(
-          batches.map((events, batch) => stores[batch % replicas]!.appendEvents(key, events)),
-        );
-        const total = batches.reduce((sum, events) => sum + events.length, 0);
-        const all = await a.readEntries(key, { afterSeq: 0, limit: 10_000 });
-        expect(all.map((entry) => entry.seq)).toEqual(
-          Array.from({ length: total }, (_, i) => i + 1),
-        );
-        results.forEach((result, batch) => {
-          const first = result.seqs[0]!;
-          expect(result.seqs).toEqual(batches[batch]!.map((_, i) => first + i));
-          expect(result.seqs.map((seq) => all[seq - 1]!.data)).toEqual(
-            batches[batch]!.map((event) => event.data),
-          );
-        });
-        expect(await b.bounds(key)).toEqual({ firstSeq: 1, lastSeq: total, logBytes: 0 });
-      },
-    );
-
-    it('create a run once when both append to it first, and keep its log offsets contiguous', async () => {
-      const { a, b } = await twoReplicas();
-      const texts = Array.from({ length: 40 }, (_, i) => `line ${i} 例\n`);
-      const results = await Promise.all(
-        texts.map((text, i) => (i % 2 === 0 ? a : b).appendLog('p', 'r', [{ text }])),
-      );
-      const entries = await a.readEntries(runKey('p', 'r'), { afterSeq: 0, limit: 1000 });
-      // One status entry (the run's creation), then the 40 pieces, in some order.
-      expect(entries.map((entry) => entry.kind)).toEqual(['status', ...texts.map(() => 'log')]);
-      let offset = 0;
-      for (const entry of entries.slice(1)) {
-        expect(entry.offset).toBe(offset);
-        offset += Buffer.byteLength(entry.text!, 'utf8');
-      }
-      for (const result of results) {
-        expect(entries[result.seq - 1]).toMatchObject({ offset: result.offset });
-      }
-      expect((await b.getRun('p', 'r'))?.logBytes).toBe(offset);
-      const feed = await b.readEntries(topicKey(RUNS_FEED_TOPIC), { afterSeq: 0, limit: 100 });
-      expect(feed).toHaveLength(1);
-      expect((await a.listPipelines({ limit: 10 })).items).toMatchObject([{ fqn: 'p', runs: 1 }]);
-    });
-
-    it('store a producer id raced from both once, and acknowledge both with its seq', async () => {
-      const { a, b } = await twoReplicas();
-      const key = topicKey('ids');
-      const ids = Array.from({ length: 20 }, (_, i) => `id-${i}`);
-      const pairs = await Promise.all(
-        ids.map((id) =>
-          Promise.all([
-            a.appendEvents(key, [ev({ id }, { id })]),
-            b.appendEvents(key, [ev({ id }, { id })]),
-          ]),
-        ),
-      );
-      for (const [fromA, fromB] of pairs) {
-        expect(fromA.seqs).toEqual(fromB.seqs);
-        expect(fromA.duplicates + fromB.duplicates).toBe(1);
-      }
-      const stored = await a.readEntries(key, { afterSeq: 0, limit: 1000 });
-      expect(stored).toHaveLength(20);
-      expect(new Set(stored.map((entry) => entry.id))).toEqual(new Set(ids));
-
-      // The same for a log append with a producer id.
-      const logs = await Promise.all([
-        a.appendLog('p', 'r', [{ text: 'once\n', id: 'L' }]),
-        b.appendLog('p', 'r', [{ text: 'once\n', id: 'L' }]),
-      ]);
-      expect(logs.map((log) => log.duplicate).sort()).toEqual([false, true]);
-      expect(logs[0]).toMatchObject({ seq: logs[1].seq, offset: logs[1].offset });
-      const logEntries = await b.readEntries(runKey('p', 'r'), {
-        afterSeq: 0,
-        limit: 10,
-        kinds: ['log'],
-      });
-      expect(logEntries.map((entry) => entry.text)).toEqual(['once\n']);
-    });
-
-    it('never show a reader seq N+1 before N while both write', async () => {
-      const { db, a, b } = await twoReplicas();
-      const key = topicKey('order');
-      // A third replica reads.
-      const reader = await storeOn(db.url);
-      let writing = true;
-      let cursor = 0;
-      let reads = 0;
-      const holes: string[] = [];
-      const read = async () => {
-        const page = await reader.readEntries(key, { afterSeq: cursor, limit: 1000 });
-        page.forEach((entry, i) => {
-          if (entry.seq !== cursor + i + 1) holes.push(`after ${cursor}: got ${entry.seq}`);
-        });
-        cursor = page.at(-1)?.seq ?? cursor;
-        reads += 1;
-      };
-      const watching = (async () => {
-        for (let turn = 0; writing && turn < 100_000; turn += 1) await read();
-      })();
-      await Promise.all(
-        Array.from({ length: 60 }, (_, i) =>
-          (i % 2 === 0 ? a : b).appendEvents(
-            key,
-            Array.from({ length: 5 }, (_, j) => ev({ i, j })),
-          ),
-        ),
-      );
-      writing = false;
-      await watching;
-      await read();
-      expect(holes).toEqual([]);
-      expect(cursor).toBe(300);
-      expect(reads).toBeGreaterThan(2);
-    });
-
-    it('trim a topic once when both trim it at the same time', async () => {
-      const { a, b } = await twoReplicas();
-      const key = topicKey('busy');
-      for (let batch = 0; batch < 25; batch += 1) {
-        await a.appendEvents(
-          key,
-          Array.from({ length: 1000 }, (_, i) => ev(batch * 1000 + i + 1)),
-        );
-      }
-      const [fromA, fromB] = await Promise.all([
-        a.trimTopic('busy', { maxEntries: 1000 }),
-        b.trimTopic('busy', { maxEntries: 1000 }),
-      ]);
-      expect(fromA.removed + fromB.removed).toBe(24_000);
-      expect([fromA.firstSeq, fromB.firstSeq]).toEqual([24_001, 24_001]);
-      expect(await b.bounds(key)).toEqual({ firstSeq: 24_001, lastSeq: 25_000, logBytes: 0 });
-      expect((await a.readEntries(key, { afterSeq: 0, limit: 1 }))[0]?.data).toBe(24_001);
-    });
   });
 
   describe('migrations', () => {
