@@ -45,13 +45,19 @@ const BUSES: Record<string, Opener<Bus>> = {
   },
 };
 
-function schemeOf(spec: string): string {
+/** The scheme a store or bus URL names (`sqlite`, `postgres`, `redis`…), in lower case. */
+export function schemeOf(spec: string): string {
   return /^([a-z][a-z0-9+.-]*):/i.exec(spec)?.[1]?.toLowerCase() ?? spec.toLowerCase();
 }
 
 /** Opens the store `settings.store` names (SQLite under the data directory by default). */
+/** The store `settings` name: `store`, or SQLite under the data directory. */
+export function storeSpec(settings: Settings): string {
+  return settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
+}
+
 export async function openStore(settings: Settings): Promise<Store> {
-  const spec = settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
+  const spec = storeSpec(settings);
   const open = STORES[schemeOf(spec)];
   if (!open) {
     throw new SettingsError(
@@ -73,6 +79,6 @@ export async function openBus(settings: Settings): Promise<Bus> {
 }
 
 /** A URL without its password, for messages. */
-function redact(spec: string): string {
+export function redact(spec: string): string {
   return spec.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }

@@ -1,6 +1,6 @@
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadSettings, SettingsError } from '../model/settings.js';
+import { redact, schemeOf, storeSpec } from './backends.js';
 
 interface MigrateFlags {
   store?: string;
@@ -29,8 +29,8 @@ export function migrateCommand(program: Command): void {
         configFile: flags.config,
         flags: { store: flags.store, data: flags.data },
       });
-      const spec = settings.store || `sqlite:${resolve(settings.data, 'tailwater.db')}`;
-      const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(spec)?.[1]?.toLowerCase() ?? '';
+      const spec = storeSpec(settings);
+      const scheme = schemeOf(spec);
       if (scheme === 'sqlite') {
         process.stdout.write(
           `The SQLite store (${spec.slice('sqlite:'.length)}) creates and migrates its schema itself when the server starts: nothing to do.\n`,
@@ -122,9 +122,4 @@ function messageOf(error: unknown): string {
     return error.errors.map(messageOf).join('; ');
   }
   return error instanceof Error ? error.message || String(error) : String(error);
-}
-
-/** A URL without its password, for messages. */
-function redact(spec: string): string {
-  return spec.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }
