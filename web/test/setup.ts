@@ -1,5 +1,10 @@
-import { cleanup } from '@testing-library/react';
+import { cleanup, configure } from '@testing-library/react';
 import { afterEach } from 'vitest';
+
+// findBy… and waitFor wait for what a render does next. Their default second is short on a
+// loaded machine (the whole suite runs at once), where a render of a few hundred rows can take
+// longer: waiting longer changes no assertion, only how long a failure takes to report.
+configure({ asyncUtilTimeout: 5000 });
 
 // jsdom lays nothing out: give elements a viewport so the virtualized log renders rows.
 Object.defineProperty(HTMLElement.prototype, 'clientHeight', {
