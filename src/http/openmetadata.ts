@@ -95,13 +95,19 @@ export class OpenMetadataEncoder implements FrameEncoder {
     private after = 0,
   ) {}
 
+  /**
+   * The last log entry this viewer was sent: its end is the viewer's cursor. Its frame is shared
+   * by every viewer, so the cursor is worked out once, when `complete` needs it, not per viewer.
+   */
+  private lastLog: Entry | undefined;
+
   open(): null {
     return null;
   }
 
   entry(entry: Entry, replay: boolean): Buffer | null {
     if (entry.kind !== 'log' || entry.text === undefined) return null;
-    this.after = logEnd(entry);
+    this.lastLog = entry;
     const cache = replay ? replayFrames : liveFrames;
     let frame = cache.get(entry);
     if (!frame) {
@@ -109,7 +115,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
         eventType: 'logs',
         runId: this.runId,
         logs: entry.text,
-        after: String(this.after),
+        after: String(logEnd(entry)),
         replay,
         truncated: false,
       });
@@ -125,6 +131,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
   /** The viewer's cursor cannot be placed: tell it the replay is incomplete, then replay it all. */
   gap(): Buffer {
     this.after = 0;
+    this.lastLog = undefined;
     return dataFrame({
       eventType: 'logs',
       runId: this.runId,
@@ -148,7 +155,7 @@ export class OpenMetadataEncoder implements FrameEncoder {
     return dataFrame({
       eventType: 'complete',
       runId: this.runId,
-      after: String(this.after),
+      after: String(this.lastLog ? logEnd(this.lastLog) : this.after),
       reason,
       ...(message ? { message } : {}),
     });

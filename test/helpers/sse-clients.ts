@@ -4,6 +4,7 @@ import { EventSource as EventSourcePackage } from 'eventsource';
 import type { Page } from 'playwright-core';
 import { Agent, EventSource as UndiciEventSource } from 'undici';
 import type { Dispatcher } from 'undici';
+import type { LogStreamEvent } from './original-clients.js';
 
 // The SSE clients a user of Tailwater picks, each reading one stream as it would in an app and
 // resuming by itself when its connection drops: the `eventsource` package, undici's
@@ -491,17 +492,7 @@ export function readInChromium(page: Page, plan: StreamPlan): ClientHandle<Strea
   return { opened, result };
 }
 
-/** OpenMetadata's LogStreamEvent (docs/API.md, "OpenMetadata"). */
-export interface LogStreamEvent {
-  eventType: 'logs' | 'complete' | 'error';
-  runId?: string;
-  logs?: string;
-  after?: string;
-  replay?: boolean;
-  truncated?: boolean;
-  reason?: string;
-  message?: string;
-}
+export type { LogStreamEvent };
 
 export interface OpenMetadataTailPlan {
   /** The stream URL, without `?after=`. */

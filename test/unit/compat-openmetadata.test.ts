@@ -1,4 +1,5 @@
 import { EventSource } from 'eventsource';
+import type { LogStreamEvent } from '../helpers/original-clients.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Subscription } from '../../src/engine/subscription.js';
 import type { ViewerTransport } from '../../src/engine/viewer-transport.js';
@@ -35,17 +36,6 @@ const EVENT_PROPERTIES = [
   'message',
 ];
 const REASONS = ['runFinished', 'idleTimeout', 'maxDuration', 'maxBytes'];
-
-interface LogStreamEvent {
-  eventType: 'logs' | 'complete' | 'error';
-  runId?: string;
-  logs?: string;
-  after?: string;
-  replay?: boolean;
-  truncated?: boolean;
-  reason?: string;
-  message?: string;
-}
 
 const { start, open, closeAll } = liveApps({ finishGraceSeconds: 0.3, pollSeconds: 0.05 });
 const seedClients: Array<{ abort(): void }> = [];
