@@ -23,6 +23,7 @@ export class WalCheckpointer {
   private bytes = 0;
   private waiting: (() => void) | undefined;
   private running: Promise<void> | undefined;
+  private following: Promise<void> | undefined;
   private walBytes = 0;
 
   /** `onFailure` is told once if the worker cannot run: the caller checkpoints as SQLite would. */
@@ -63,14 +64,22 @@ export class WalCheckpointer {
   }
 
   /**
-   * Runs one checkpoint, or joins the one running; resolves when it is done (or the worker
-   * failed).
+   * Runs a checkpoint that copies every commit made before this call; resolves when it is done
+   * (or the worker failed). A checkpoint already running began before the latest commits, so
+   * joining it would leave them in the WAL until some later commit: one more follows it instead,
+   * shared by every call made meanwhile.
    */
   run(): Promise<void> {
     if (this.failed) return Promise.resolve();
+    if (this.running) {
+      this.following ??= this.running.then(() => {
+        this.following = undefined;
+        return this.run();
+      });
+      return this.following;
+    }
     this.commits = 0;
     this.bytes = 0;
-    if (this.running) return this.running;
     this.running = new Promise<void>((resolve) => {
       this.waiting = resolve;
       this.worker.postMessage('checkpoint');
