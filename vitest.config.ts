@@ -14,6 +14,12 @@ const BACKEND_SUITES = [
   'test/unit/compat-zenml.test.ts',
   'test/unit/compat-freight.test.ts',
   'test/unit/compat-iceberg.test.ts',
+  'test/unit/store-epoch-cursors.test.ts',
+  'test/unit/engine-store-outage.test.ts',
+  'test/unit/http-bad-input.test.ts',
+  'test/unit/retention.test.ts',
+  'test/unit/trust-proxy.test.ts',
+  'test/unit/log-text-nul.test.ts',
 ];
 
 export default defineConfig({

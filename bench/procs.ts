@@ -49,7 +49,7 @@ export interface Proc {
  * Node with the open-file limit raised as far as this machine allows (65536, or the hard limit
  * where the container forbids raising it), through bash so the pid is node's own (exec).
  */
-function spawnNode(
+export function spawnNode(
   args: string[],
   options: { env?: Record<string, string>; ipc?: boolean } = {},
 ): ChildProcess {

@@ -1,10 +1,14 @@
-/** `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`). */
+/**
+ * `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`, or
+ * `npm run bench -- replicas`); each replaces only its own section of docs/BENCHMARKS.md.
+ */
 import { benchDashboard } from './dashboard.js';
 import { benchFanout } from './fanout.js';
 import { benchHardening } from './hardening.js';
 import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
+import { benchReplicas, missingServices } from './replicas.js';
 
 const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
@@ -13,6 +17,7 @@ const benches: Record<string, () => Promise<void>> = {
   'idle-memory': benchIdleMemory,
   dashboard: benchDashboard,
   hardening: benchHardening,
+  replicas: benchReplicas,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {
@@ -23,6 +28,14 @@ for (const [name, run] of Object.entries(benches)) {
       '# hardening: not run (it compares with the build before issue 11: see bench/hardening.ts)',
     );
     continue;
+  }
+  // It needs PostgreSQL, Redis and nginx (`npm run services`); asked for by name, it fails.
+  if (name === 'replicas' && wanted.length === 0) {
+    const missing = await missingServices();
+    if (missing.length > 0) {
+      console.log(`# replicas: not run (${missing.join(', ')} not reachable: npm run services)`);
+      continue;
+    }
   }
   console.log(`# ${name}`);
   await run();

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { SettingsError } from '../model/settings.js';
 import type { Bus, BusHealth, BusListener, BusSubscription } from './bus.js';
 
 export interface PostgresBusOptions {
@@ -81,8 +80,9 @@ export class PostgresBus implements Bus {
       await bus.connect();
     } catch (error) {
       await bus.close();
-      throw new SettingsError(
-        `bus: cannot connect to PostgreSQL at ${redactUrl(url)}: ${messageOf(error)}`,
+      // A service out of reach, not a bad setting (exit 1, as the store's; docs/DEPLOYMENT.md).
+      throw new Error(
+        `Cannot connect to PostgreSQL (bus) at ${redactUrl(url)}: ${messageOf(error)}`,
         { cause: error },
       );
     }

@@ -107,7 +107,7 @@ interface Channel {
  * Nothing connects until `connect()` (or `open()`), so the module can be imported at any time.
  */
 export class RedisBus implements Bus {
-  /** Connects, waiting for both connections; a SettingsError if Redis does not answer in time. */
+  /** Connects, waiting for both connections; an error naming the URL if Redis does not answer in time. */
   static async open(url: string, options: RedisBusOptions = {}): Promise<RedisBus> {
     const bus = new RedisBus(url, options);
     try {
@@ -214,9 +214,10 @@ export class RedisBus implements Bus {
         }
         timer = setTimeout(() => {
           const why = this.lastError ? ` (${this.lastError})` : '';
+          // A service out of reach, not a bad setting: the same URL may work in a minute.
           reject(
-            new SettingsError(
-              `bus: Redis at ${this.url} did not answer within ${this.connectTimeoutMs} ms${why}.`,
+            new Error(
+              `Cannot connect to Redis at ${this.url}: no answer within ${this.connectTimeoutMs} ms${why}.`,
             ),
           );
         }, this.connectTimeoutMs);

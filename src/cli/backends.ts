@@ -28,9 +28,9 @@ STORES['postgresql'] = STORES['postgres']!;
 
 const BUSES: Record<string, Opener<Bus>> = {
   memory: async () => new MemoryBus(),
-  redis: async (spec) => {
+  redis: async (spec, settings) => {
     const { RedisBus } = await import('../bus/redis.js');
-    return RedisBus.open(spec);
+    return RedisBus.open(spec, { namespace: settings.busNamespace });
   },
   // LISTEN/NOTIFY on the store's own database, for a deployment with no Redis.
   postgres: async (_spec, settings) => {

@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
 import { loadSettings, SettingsError } from '../model/settings.js';
-import { redact, schemeOf, storeSpec } from './backends.js';
+import { topicKey } from '../model/stream-key.js';
+import { RUNS_FEED_TOPIC } from '../store/store.js';
+import { openStore, redact, schemeOf, storeSpec } from './backends.js';
 
 interface MigrateFlags {
   store?: string;
   data?: string;
   config?: string;
   connectTimeout?: string;
+  newEpoch?: boolean;
 }
 
 /** Exit status for a database this release must not touch (migrated by a newer one). */
@@ -24,6 +27,10 @@ export function migrateCommand(program: Command): void {
     .option('--data <dir>', 'data directory for the embedded store (default ./tailwater-data)')
     .option('--config <file>', 'JSON config file of settings (see docs/CONFIGURATION.md)')
     .option('--connect-timeout <ms>', 'how long to wait for PostgreSQL (default 10000)')
+    .option(
+      '--new-epoch',
+      'after restoring a backup: give the store a new epoch, so cursors handed out before are answered with gap reset',
+    )
     .action(async (flags: MigrateFlags) => {
       const settings = loadSettings({
         configFile: flags.config,
@@ -32,6 +39,10 @@ export function migrateCommand(program: Command): void {
       const spec = storeSpec(settings);
       const scheme = schemeOf(spec);
       if (scheme === 'sqlite') {
+        if (flags.newEpoch) {
+          await renewEpoch(settings);
+          return;
+        }
         process.stdout.write(
           `The SQLite store (${spec.slice('sqlite:'.length)}) creates and migrates its schema itself when the server starts: nothing to do.\n`,
         );
@@ -49,7 +60,25 @@ export function migrateCommand(program: Command): void {
         );
       }
       process.exitCode = await migratePostgres(spec, timeout);
+      if (process.exitCode === 0 && flags.newEpoch) await renewEpoch(settings);
     });
+}
+
+/**
+ * A restored backup numbers its streams as they were when it was taken, so the seqs after it
+ * are handed out again for new entries: a new epoch makes every cursor from before a `gap reset`
+ * (docs/STORAGE.md, "Backups and the store epoch"). Servers read the epoch when they start.
+ */
+async function renewEpoch(settings: Parameters<typeof openStore>[0]): Promise<void> {
+  const store = await openStore(settings);
+  try {
+    // Every stream's bounds carry the store's one epoch; the runs feed is always there.
+    const before = (await store.bounds(topicKey(RUNS_FEED_TOPIC))).epoch;
+    const after = await store.renewEpoch();
+    process.stdout.write(`epoch: ${before} -> ${after}\n`);
+  } finally {
+    await store.close();
+  }
 }
 
 /** Applies the migrations to the database at `url`; answers the exit status. */

@@ -8,7 +8,10 @@ import { SettingsError } from '../model/settings.js';
 import type { SourceConfig } from '../sources/config.js';
 import { StompSource } from '../sources/stomp.js';
 import { RetentionLoop } from '../store/retention.js';
-import { openBus, openStore } from './backends.js';
+import { Leadership } from '../engine/leader.js';
+import type { LedTask } from '../engine/leader.js';
+import { canLease } from '../store/lease.js';
+import { openBus, openStore, schemeOf, storeSpec } from './backends.js';
 import type { Store } from '../store/store.js';
 
 export interface StartOptions {
@@ -26,6 +29,18 @@ export interface RunningServer {
   url: string;
   /** Ends every stream with `end shutdown`, stops listening and closes the store. */
   close(): Promise<void>;
+}
+
+/** How often a replica that does not hold a lease tries to take it. */
+const LEASE_RETRY_MS = 2_000;
+
+/** A task run on this server alone, for a store that cannot hand out leases. */
+function runAlways(task: LedTask): Pick<Leadership, 'leading' | 'start' | 'stop'> {
+  return {
+    leading: true,
+    start: () => void task.start(),
+    stop: () => task.stop(),
+  };
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -51,6 +66,7 @@ export async function startServer(
   const hub = new Hub(store, bus, settings);
   const ingest = new Ingest(store, bus, settings);
   const sources: StompSource[] = [];
+  let leading: (index: number) => boolean = () => false;
   const app = await buildApp(
     {
       store,
@@ -58,21 +74,39 @@ export async function startServer(
       ingest,
       settings,
       busHealth: () => bus.health(),
-      sourceStatus: () => sources.map((source) => source.status()),
+      sourceStatus: () =>
+        sources.map((source, index) => {
+          const status = source.status();
+          return leading(index) ? status : { ...status, state: 'standby' as const };
+        }),
     },
     { logLevel: settings.logLevel },
   );
+  // On a shared store, every replica runs the same sources: the one holding a source's lease
+  // subscribes, under one client-id, so a replica taking over continues the same durable
+  // subscription (docs/DEPLOYMENT.md, "One subscriber per fleet").
+  const shared = schemeOf(storeSpec(settings)).startsWith('postgres');
+  const info = (message: string) => app.log.info(message);
   for (const config of options.sources ?? []) {
-    sources.push(
-      new StompSource(config, ingest, (message) => app.log.info(message), settings.maxEventBytes),
-    );
+    const name = config.name ?? config.topic;
+    const clientId = config.clientId ?? (shared ? `tailwater-${name}` : undefined);
+    sources.push(new StompSource({ ...config, clientId }, ingest, info, settings.maxEventBytes));
   }
   const retention = new RetentionLoop(store, settings, (error) =>
     app.log.error({ err: error }, 'retention failed'),
   );
+  const led = [
+    ...sources.map((source) => ({ name: `source:${source.name}`, task: source })),
+    {
+      name: 'retention',
+      task: { start: () => retention.start(), stop: () => retention.stop() },
+    },
+  ].map(({ name, task }) =>
+    canLease(store) ? new Leadership(store, name, task, LEASE_RETRY_MS, info) : runAlways(task),
+  );
+  leading = (index) => led[index]?.leading ?? false;
   await app.listen({ host: settings.host, port: settings.port });
-  retention.start();
-  for (const source of sources) source.start();
+  for (const leader of led) leader.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
@@ -87,9 +121,8 @@ export async function startServer(
     url: `http://${host}:${port}`,
     close: () =>
       (closing ??= (async () => {
-        await Promise.all(sources.map((source) => source.stop()));
+        await Promise.all(led.map((leader) => leader.stop()));
         hub.shutdown();
-        await retention.stop();
         // Streams were just ended; a client may still hold a connection it never used, which
         // 'idle' closing does not count as idle. Give the end frames a moment, then cut the rest.
         const closed = app.close();

@@ -1,5 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
+import { isStreamCursor } from '../model/cursor.js';
 import type { Entry } from '../model/entry.js';
 import type { BackoffOptions } from '../model/backoff.js';
 import { backoffDelay, sleep } from '../model/backoff.js';
@@ -28,8 +29,10 @@ export type TailEvent =
   /**
    * The next entry; `json` is its JSON text as the server sent it, exact where JSON.parse rounds
    * (integers past 2^53, long decimals): parse it losslessly when such numbers matter.
+   * `cursor` is the place after it, to save and pass back as `after` (a seq and the store's
+   * epoch, so that a cursor from a restored or replaced database is answered with `gap reset`).
    */
-  | { type: 'entry'; entry: Entry; json: string }
+  | { type: 'entry'; entry: Entry; json: string; cursor: string }
   | { type: 'gap'; gap: GapFrame }
   | { type: 'end'; end: EndFrame }
   /** The stream was cut; `tail()` reconnects with its cursor after `delayMs`. */
@@ -38,8 +41,8 @@ export type TailEvent =
 export interface TailOptions extends ClientOptions {
   /** A run (`latest` allowed as runId), a topic, or `'runs'` for the runs feed. */
   target: Target | 'runs';
-  /** Start after this seq (a saved cursor). */
-  after?: number | undefined;
+  /** Start after this place: a saved `cursor` (or a bare seq). */
+  after?: number | string | undefined;
   /** `latest`: only what is written from now on. Ignored when `after` is given. */
   from?: 'start' | 'latest' | undefined;
   /** Start with the last N entries. */
@@ -114,7 +117,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
     options.target === 'runs' ? '/api/v1/runs/stream' : `${targetPath(options.target)}/stream`;
   const maxRetries = options.maxRetries ?? 5;
   const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
-  let cursor = options.after;
+  let cursor = options.after === undefined ? undefined : String(options.after);
   let failures = 0;
 
   while (!options.signal?.aborted) {
@@ -127,7 +130,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
       if (values && values.length > 0) url.searchParams.set(name, values.join(','));
     }
     const headers = client.headers({ accept: 'text/event-stream' });
-    if (cursor !== undefined) headers['last-event-id'] = String(cursor);
+    if (cursor !== undefined) headers['last-event-id'] = cursor;
     else if (options.tail !== undefined) url.searchParams.set('tail', String(options.tail));
     else if (options.from === 'latest') url.searchParams.set('from', 'latest');
 
@@ -156,7 +159,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
           parser.feed(decoder.decode(chunk, { stream: true }));
           for (const message of pending.splice(0)) {
             progressed = true;
-            if (message.id !== undefined && /^\d+$/.test(message.id)) cursor = Number(message.id);
+            if (message.id !== undefined && isStreamCursor(message.id)) cursor = message.id;
             const event = message.event ?? 'message';
             if (event === 'cursor') continue;
             if (event === 'end') {
@@ -180,7 +183,8 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
               closing = true;
               break;
             }
-            yield { type: 'entry', entry: JSON.parse(message.data) as Entry, json: message.data };
+            const entry = JSON.parse(message.data) as Entry;
+            yield { type: 'entry', entry, json: message.data, cursor: cursor ?? String(entry.seq) };
           }
           if (closing) break;
           connection.alive();

@@ -21,8 +21,11 @@ export type GapInfo = { reason: 'retention'; fromSeq: number; toSeq: number } | 
  * stream, so a dialect may memoize its frame per entry (WeakMap) and share one Buffer.
  */
 export interface FrameEncoder {
-  /** Sent once when the stream opens: a retry hint, a `connected` event… */
-  open(): Buffer | null;
+  /**
+   * Sent once when the stream opens: a retry hint, a `connected` event… `epoch` is the store
+   * epoch (docs/STORAGE.md), for a dialect whose cursors carry it.
+   */
+  open(epoch: string): Buffer | null;
   /**
    * `replay` is true when the viewer is catching up (from the replay buffer or the store) rather
    * than receiving the live fan-out; dialects that tell the two apart (OpenMetadata) use it.

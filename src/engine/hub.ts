@@ -16,7 +16,8 @@ import type { ViewerTransport } from './viewer-transport.js';
 
 /** Where a new viewer starts. */
 export type StartPosition =
-  | { type: 'after'; seq: number }
+  /** After `seq`; with the store epoch the cursor was handed out under, when it says. */
+  | { type: 'after'; seq: number; epoch?: string | undefined }
   | { type: 'latest' }
   | { type: 'tail'; count: number }
   /**
@@ -150,7 +151,11 @@ export class Hub {
     try {
       await tailer.ready;
       await tailer.sync();
-      const { cursor, gap } = await this.resolveStart(tailer, request.start, request.filter?.kinds);
+      const { cursor, gap, epoch } = await this.resolveStart(
+        tailer,
+        request.start,
+        request.filter?.kinds,
+      );
       if (this.closing) {
         throw new TailwaterError('TW_SHUTTING_DOWN', 'The server is shutting down.', RETRY_AFTER);
       }
@@ -170,7 +175,7 @@ export class Hub {
         request.filter?.kinds && request.filter.kinds.length > 0 ? request.filter.kinds : undefined,
       );
       opened = true;
-      subscription.open(now);
+      subscription.open(now, epoch);
       if (gap) subscription.gap(gap, now);
       tailer.add(subscription);
       return subscription;
@@ -221,15 +226,16 @@ export class Hub {
   }
 
   /**
-   * Turns a start position into a cursor. A cursor past the stream's last seq means the store
-   * was wiped or the viewer came from elsewhere: `gap reset`, and the stream follows from its
-   * start. A cursor into entries retention removed: `gap retention` and what remains.
+   * Turns a start position into a cursor. A cursor past the stream's last seq, or from another
+   * store epoch, means the store was wiped or restored or the viewer came from elsewhere: `gap
+   * reset`, and the stream follows from its start. A cursor into entries retention removed:
+   * `gap retention` and what remains.
    */
   private async resolveStart(
     tailer: Tailer,
     start: StartPosition,
     kinds: readonly string[] | undefined,
-  ): Promise<{ cursor: number; gap?: GapInfo }> {
+  ): Promise<{ cursor: number; epoch: string; gap?: GapInfo }> {
     // Where a cursor this dialect cannot place leads: the latest few entries, or the start.
     let fallbackTail: number | undefined;
     if (start.type === 'afterProducerId') {
@@ -242,33 +248,39 @@ export class Hub {
       start = seq === undefined ? { type: 'unplaceable' } : { type: 'after', seq };
     }
     const bounds = await this.store.bounds(tailer.key);
+    const { epoch } = bounds;
     const last = Math.max(bounds.lastSeq, tailer.top);
     // Whatever was stored before this viewer came, known to the reader yet or not: a bus that
     // rings across machines may not have told it of the newest entries.
-    if (start.type === 'latest') return { cursor: last };
+    if (start.type === 'latest') return { cursor: last, epoch };
     // The last N entries the viewer will see: counted among the kinds it asked for.
     const tail = async (count: number) => {
       if (count === 0) return last;
       const nth = await this.store.nthLatestSeq(tailer.key, count, kinds);
       return nth === undefined ? bounds.firstSeq - 1 : nth - 1;
     };
-    if (start.type === 'tail') return { cursor: await tail(start.count) };
+    const reset = { reason: 'reset' } as const;
+    if (start.type === 'tail') return { cursor: await tail(start.count), epoch };
     if (start.type === 'unplaceable' && start.tail !== undefined) {
-      return { cursor: await tail(start.tail), gap: { reason: 'reset' } };
+      return { cursor: await tail(start.tail), epoch, gap: reset };
     }
     if (start.type === 'after' && start.seq > last && fallbackTail !== undefined) {
-      return { cursor: await tail(fallbackTail), gap: { reason: 'reset' } };
+      return { cursor: await tail(fallbackTail), epoch, gap: reset };
     }
-    if (start.type === 'unplaceable' || start.seq > last) {
-      return { cursor: bounds.firstSeq - 1, gap: { reason: 'reset' } };
+    // A cursor handed out under another epoch numbers entries of a database that is gone (replaced
+    // or restored from a backup): its seq may name a different entry here.
+    const otherEpoch = start.type === 'after' && start.epoch !== undefined && start.epoch !== epoch;
+    if (start.type === 'unplaceable' || otherEpoch || start.seq > last) {
+      return { cursor: bounds.firstSeq - 1, epoch, gap: reset };
     }
     if (start.seq < bounds.firstSeq - 1) {
       return {
         cursor: bounds.firstSeq - 1,
+        epoch,
         gap: { reason: 'retention', fromSeq: start.seq + 1, toSeq: bounds.firstSeq - 1 },
       };
     }
-    return { cursor: start.seq };
+    return { cursor: start.seq, epoch };
   }
 
   private async seqEndingAtLogOffset(key: StreamKey, offset: number): Promise<number | undefined> {

@@ -68,7 +68,10 @@ export class Ingest {
     }
     const step = log.step === undefined ? undefined : validateLabel('step', log.step);
     const id = log.id === undefined ? undefined : validateProducerId('id', log.id);
-    const pieces = splitLogText(log.text, this.settings.maxEventBytes);
+    // PostgreSQL's text cannot hold U+0000, which a program's output may: every store keeps it
+    // as U+FFFD, as a decoder keeps a broken byte, rather than one store refusing the append.
+    const text = log.text.includes('\u0000') ? log.text.replaceAll('\u0000', '\uFFFD') : log.text;
+    const pieces = splitLogText(text, this.settings.maxEventBytes);
     const chunks = pieces.map((text, index) => ({
       text,
       step,

@@ -151,8 +151,9 @@ export class Subscription {
     this.send(this.encoder.heartbeat(), now);
   }
 
-  open(now: number): void {
-    this.send(this.encoder.open(), now);
+  /** `epoch`: the store epoch the stream's cursors are handed out under. */
+  open(now: number, epoch: string): void {
+    this.send(this.encoder.open(epoch), now);
   }
 
   /** Sends `end` and closes. */

@@ -1,4 +1,5 @@
 import type { Bus } from '../bus/bus.js';
+import { TailwaterError } from '../model/errors.js';
 import type { Entry } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
@@ -229,6 +230,14 @@ export class Tailer {
       }
       if (entries.length === 0 || this.retired) return;
       tickBytes += this.accept(entries);
+      // A page cut by neither the count nor the byte budget held everything there was: asking
+      // again would read an empty page (what was appended since rang the bus, and reads again).
+      if (
+        entries.length < this.settings.readBatchEntries &&
+        entries.reduce((sum, entry) => sum + payloadBytes(entry), 0) < this.settings.maxBytesPerTick
+      ) {
+        return;
+      }
       if (tickBytes >= this.settings.maxBytesPerTick || slice.due) {
         tickBytes = 0;
         await slice.next();
@@ -321,7 +330,7 @@ export class Tailer {
         this.stats.catchUpReads += 1;
         failures = 0;
       } catch (error) {
-        failures += 1;
+        if (!storeUnavailable(error)) failures += 1;
         if (failures >= PERSISTENT_FAILURES) {
           subscription.fail('TW_STORE_UNAVAILABLE', describeFailure(error), this.now());
           return;
@@ -434,6 +443,8 @@ export class Tailer {
   }
 
   private onReadFailure(error: unknown): void {
+    // The poll timer tries again; viewers stay, with their heartbeats, until the store is back.
+    if (storeUnavailable(error)) return;
     this.failures += 1;
     if (this.failures < PERSISTENT_FAILURES) return;
     const now = this.now();
@@ -476,6 +487,15 @@ export class Tailer {
 function entryWeight(entry: Entry): number {
   if (entry.text !== undefined) return entry.text.length + 96;
   return (entry[RAW_DATA]?.length ?? 0) + 128;
+}
+
+/**
+ * The store says it cannot answer for now (PostgreSQL restarting, out of reach): a condition that
+ * passes by itself, so a stream waits it out open and catches up after (docs/DEPLOYMENT.md),
+ * where any other failure that repeats ends the stream with an `error` frame.
+ */
+function storeUnavailable(error: unknown): boolean {
+  return error instanceof TailwaterError && error.code === 'TW_STORE_UNAVAILABLE';
 }
 
 function describeFailure(error: unknown): string {

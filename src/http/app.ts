@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { appendRoutes } from './append.js';
 import { registerBodyParsers } from './body.js';
 import { limitConnectionsPerClient } from './client-connections.js';
+import { isTrustedProxy, trustedProxies } from './trusted-proxies.js';
 import type { AppDeps } from './deps.js';
 import { clientErrorHandler, registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
@@ -32,7 +33,10 @@ export async function buildApp(
 ): Promise<FastifyInstance> {
   const { settings } = deps;
   const requestTimeoutMs = Math.round(settings.requestTimeoutSeconds * 1000);
+  const proxies = trustedProxies(settings.trustProxy);
   const app = Fastify({
+    // Behind a trusted proxy, request.ip is the client X-Forwarded-For names (per-client limits).
+    trustProxy: proxies.length > 0 ? proxies : false,
     logger:
       !options.logLevel || options.logLevel === 'silent' ? false : { level: options.logLevel },
     logController: new LogController({ disableRequestLogging: true }),
@@ -52,7 +56,7 @@ export async function buildApp(
     bodyLimit: 16 * 1024,
     clientErrorHandler,
   });
-  limitConnectionsPerClient(app.server, settings.maxConnectionsPerClient);
+  limitConnectionsPerClient(app.server, settings.maxConnectionsPerClient, isTrustedProxy(proxies));
   registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
   registerOriginPolicy(app, settings);

@@ -13,10 +13,20 @@ const REFUSED_LINGER_MS = 1000;
  * descriptors every other client needs. Counted when the socket opens, not when its request
  * arrives: a socket that never sends a request holds a descriptor all the same.
  */
-export function limitConnectionsPerClient(server: Server, max: number): void {
+export function limitConnectionsPerClient(
+  server: Server,
+  max: number,
+  /**
+   * A trusted proxy's sockets carry many clients, whose addresses are not known before their
+   * requests arrive: they are not counted here. Each stream still counts against
+   * maxActiveConnections, and against maxStreamsPerClient of the client X-Forwarded-For names.
+   */
+  trustedProxy: (address: string) => boolean = () => false,
+): void {
   const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const client = socket.remoteAddress ?? '';
+    if (trustedProxy(client)) return;
     const count = (open.get(client) ?? 0) + 1;
     if (count > max) {
       refuse(socket, max);

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
+import { formatStreamCursor } from '../model/cursor.js';
 import type { Entry } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
@@ -18,39 +19,45 @@ import {
 import { entryJson } from './exact-json.js';
 import { commentBytes, frameBytes, streamTo } from './sse.js';
 
-// One encoded frame per entry, shared by every native viewer of the stream.
-const entryFrames = new WeakMap<Entry, Buffer>();
-// And one buffer per batch the Tailer fans out (the same array reaches every live viewer).
-const batchFrames = new WeakMap<readonly Entry[], Buffer>();
+// One encoded frame per entry, shared by every native viewer of the stream, and one buffer per
+// batch the Tailer fans out (the same array reaches every live viewer). Each is kept with the
+// epoch its ids carry: a server has one store, but its epoch may be renewed while it runs.
+const entryFrames = new WeakMap<Entry, { epoch: string; frame: Buffer }>();
+const batchFrames = new WeakMap<readonly Entry[], { epoch: string; frame: Buffer }>();
 
-/** Tailwater's own SSE dialect: `id: seq`, `event: kind`, `data: <entry JSON>` (docs/API.md, "Streaming"). */
+/**
+ * Tailwater's own SSE dialect: `id: <seq>-<epoch>`, `event: kind`, `data: <entry JSON>`
+ * (docs/API.md, "Streaming").
+ */
 export class NativeEncoder implements FrameEncoder {
+  private epoch = '';
+
   constructor(private readonly retryMillis: number) {}
 
-  open(): Buffer {
+  open(epoch: string): Buffer {
+    this.epoch = epoch;
     return frameBytes({ retry: this.retryMillis });
   }
 
   entry(entry: Entry): Buffer {
-    let frame = entryFrames.get(entry);
-    if (!frame) {
-      frame = frameBytes({ id: entry.seq, event: entry.kind, data: entryJson(entry) });
-      entryFrames.set(entry, frame);
-    }
+    const kept = entryFrames.get(entry);
+    if (kept?.epoch === this.epoch) return kept.frame;
+    const id = formatStreamCursor(entry.seq, this.epoch);
+    const frame = frameBytes({ id, event: entry.kind, data: entryJson(entry) });
+    entryFrames.set(entry, { epoch: this.epoch, frame });
     return frame;
   }
 
   entries(entries: readonly Entry[]): Buffer {
-    let frames = batchFrames.get(entries);
-    if (!frames) {
-      frames = Buffer.concat(entries.map((entry) => this.entry(entry)));
-      batchFrames.set(entries, frames);
-    }
-    return frames;
+    const kept = batchFrames.get(entries);
+    if (kept?.epoch === this.epoch) return kept.frame;
+    const frame = Buffer.concat(entries.map((entry) => this.entry(entry)));
+    batchFrames.set(entries, { epoch: this.epoch, frame });
+    return frame;
   }
 
   cursor(seq: number): Buffer {
-    return frameBytes({ id: seq, event: 'cursor', data: '{}' });
+    return frameBytes({ id: formatStreamCursor(seq, this.epoch), event: 'cursor', data: '{}' });
   }
 
   gap(gap: GapInfo): Buffer {

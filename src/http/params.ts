@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { StartPosition } from '../engine/hub.js';
 import type { EntryFilter } from '../engine/filter.js';
-import { isCursor, parseCursor } from '../model/cursor.js';
+import { isStreamCursor, parseCursor, parseStreamCursor } from '../model/cursor.js';
 import { TailwaterError } from '../model/errors.js';
 import { validateFqn, validateLabel, validateRunId, validateTopic } from '../model/names.js';
 import type { Run } from '../model/run.js';
@@ -146,10 +146,12 @@ export const MAX_TAIL = 100_000;
  */
 export function parseStart(header: string | undefined, query: Query): StartPosition {
   if (header !== undefined && header.trim() !== '') {
-    return isCursor(header) ? { type: 'after', seq: parseCursor(header) } : { type: 'unplaceable' };
+    return isStreamCursor(header)
+      ? { type: 'after', ...parseStreamCursor(header) }
+      : { type: 'unplaceable' };
   }
   const after = single(query, 'after') ?? single(query, 'since');
-  if (after !== undefined) return { type: 'after', seq: parseCursor(after, 'after cursor') };
+  if (after !== undefined) return { type: 'after', ...parseStreamCursor(after, 'after cursor') };
   const from = single(query, 'from');
   if (from !== undefined) {
     if (from !== 'latest' && from !== 'start') {

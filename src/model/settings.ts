@@ -20,6 +20,11 @@ export const settingsSchema = z.strictObject({
   /** `sqlite:<path>`; empty means `sqlite:<data>/tailwater.db`. */
   store: z.string().default(''),
   bus: z.string().min(1).default('memory'),
+  /** Keeps deployments sharing one Redis apart: channels are `tailwater:<busNamespace>:…`. */
+  busNamespace: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, "_", "." or "-"')
+    .default('default'),
   insecure: z.boolean().default(false),
   demo: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -48,6 +53,11 @@ export const settingsSchema = z.strictObject({
   maxConnectionsPerClient: positiveInt.default(256),
   /** Open streams one client may hold, so that no one client takes every stream slot. */
   maxStreamsPerClient: positiveInt.default(100),
+  /**
+   * Proxies (addresses, CIDR ranges, `loopback`…, comma-separated) whose `X-Forwarded-For` names
+   * the client, for the per-client limits behind nginx. Empty: the socket's address is the client.
+   */
+  trustProxy: z.string().default(''),
   /**
    * Host names the server answers to besides loopback names and the address it listens on
    * (`tailwater.example.com`, or `.example.com` for it and its subdomains); any other Host is

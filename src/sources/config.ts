@@ -26,6 +26,12 @@ export const stompSourceSchema = z.strictObject({
   idField: z.string().min(1).default('eventId'),
   /** A durable topic subscription: messages sent while Tailwater is down wait for it. */
   durable: z.boolean().default(true),
+  /**
+   * The STOMP client-id the durable subscription belongs to. Default: `tailwater-<name>` on a
+   * shared (PostgreSQL) store, so whichever replica holds the source's lease takes over the same
+   * subscription; `tailwater-<name>-<hostname>` on SQLite, as before.
+   */
+  clientId: z.string().min(1).max(256).optional(),
   heartbeatMs: z.number().int().nonnegative().default(10_000),
 });
 

@@ -9,7 +9,8 @@ import { TailwaterError } from '../model/errors.js';
 import { topicKey } from '../model/stream-key.js';
 import type { StompSourceConfig } from './config.js';
 
-export type SourceState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+/** `standby`: another server of the fleet holds the source's lease and its subscription. */
+export type SourceState = 'connecting' | 'connected' | 'disconnected' | 'stopped' | 'standby';
 
 export interface SourceStatus {
   name: string;
@@ -51,7 +52,7 @@ export class StompSource {
     private readonly maxEventBytes = 64 * 1024,
   ) {
     this.name = config.name ?? config.topic;
-    const clientId = `tailwater-${this.name}-${hostname()}`;
+    const clientId = config.clientId ?? `tailwater-${this.name}-${hostname()}`;
     this.client = new Client({
       webSocketFactory: () => new TCPWrapper(config.host, config.port),
       connectHeaders: {
@@ -88,7 +89,10 @@ export class StompSource {
     });
   }
 
+  /** Connects and subscribes; a source stopped before may be started again (a new lease). */
   start(): void {
+    this.stopping = false;
+    this.state = 'connecting';
     this.client.activate();
   }
 

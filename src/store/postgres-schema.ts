@@ -15,6 +15,9 @@ export interface Migration {
   sql: string;
 }
 
+/** Eight random lowercase hex digits, as the SQLite store makes them (core functions only). */
+export const NEW_EPOCH_SQL = `substr(md5(random()::text || clock_timestamp()::text), 1, 8)`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -88,6 +91,19 @@ CREATE TABLE pipelines (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'store epoch',
+    sql: `
+-- The store's epoch (docs/STORAGE.md): made with the database, renewed after a restore, and
+-- carried by every native cursor so that one from another database is not trusted.
+CREATE TABLE store_meta (
+  key   text COLLATE "C" PRIMARY KEY,
+  value text NOT NULL
+);
+INSERT INTO store_meta (key, value) VALUES ('epoch', ${NEW_EPOCH_SQL});
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */
@@ -115,3 +131,6 @@ export const LOCKS = {
   /** Held (for one trim) per topic, `hashtext(topic)` being the second key: see trimTopic. */
   trimNamespace: 0x7458,
 } as const;
+
+/** Leases (postgres-lease.ts): `hashtext(name)` is the second key. */
+export const LOCK_NAMESPACE_LEASES = 0x7459;

@@ -8,8 +8,16 @@ import { pipelineId } from '../model/pipeline-id.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { describeStream, runKey, streamId, topicKey } from '../model/stream-key.js';
+import type { Lease, LeaseStore } from './lease.js';
+import { tryPostgresLease } from './postgres-lease.js';
 import type { Migration } from './postgres-schema.js';
-import { LOCK_NAMESPACE, LOCKS, MIGRATIONS, MIGRATIONS_TABLE } from './postgres-schema.js';
+import {
+  LOCK_NAMESPACE,
+  LOCKS,
+  MIGRATIONS,
+  MIGRATIONS_TABLE,
+  NEW_EPOCH_SQL,
+} from './postgres-schema.js';
 import type { PendingEntry, RunState, StoredEntry } from './rules.js';
 import type { EntryRow } from './entry-row.js';
 import { entryFromRow, storedFromRow } from './entry-row.js';
@@ -17,6 +25,7 @@ import {
   batchSeqs,
   cancelNeeded,
   checkLogRetry,
+  entryTime,
   Numbering,
   pendingEvent,
   pendingLog,
@@ -145,8 +154,12 @@ const SQL = {
   updateRun: `UPDATE runs SET status = $3, started_at = $4, ended_at = $5, meta = $6,
       cancel_requested = $7
     WHERE pipeline = $1 AND run_id = $2 RETURNING ${RUN_ONLY}`,
-  notePipelineRun: `INSERT INTO pipelines (fqn, id, runs, last_run) VALUES ($1, $2, 1, $3)
-    ON CONFLICT (fqn) DO UPDATE SET runs = pipelines.runs + 1, last_run = excluded.last_run`,
+  // Two statements, not one upsert: `ON CONFLICT (fqn)` arbitrates on fqn alone, so a replica
+  // racing another's first run of a new pipeline could fail on the unique `id` instead. With no
+  // conflict target, DO NOTHING covers both; the UPDATE (a statement of its own, so it sees the
+  // row the other transaction committed) then counts the run.
+  createPipeline: `INSERT INTO pipelines (fqn, id, runs) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`,
+  notePipelineRun: `UPDATE pipelines SET runs = runs + 1, last_run = $2 WHERE fqn = $1`,
 
   getRun: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
     WHERE r.pipeline = $1 AND r.run_id = $2`,
@@ -234,7 +247,7 @@ function named(name: keyof typeof SQL, values: unknown[]): QueryConfig {
  *
  * Open one with `PostgresStore.open(url)`: it connects and applies the migrations.
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements Store, LeaseStore {
   private closed = false;
   /** Per stream (streamId), the end of this process's last write to it. */
   private readonly writing = new Map<string, Promise<void>>();
@@ -242,6 +255,9 @@ export class PostgresStore implements Store {
   private constructor(
     private readonly pool: pg.Pool,
     private readonly where: string,
+    private epoch: string,
+    private readonly url: string,
+    private readonly connectTimeoutMs: number,
   ) {}
 
   /**
@@ -276,16 +292,15 @@ export class PostgresStore implements Store {
           cause: error,
         });
       }
-      try {
+      const epoch = await holding(client, async () => {
         await applyMigrations(client, where, options.migrations ?? MIGRATIONS);
-      } finally {
-        client.release();
-      }
+        return readEpoch(client);
+      });
+      return new PostgresStore(pool, where, epoch, url, options.connectTimeoutMs ?? 10_000);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
     }
-    return new PostgresStore(pool, where);
   }
 
   // ---- runs ------------------------------------------------------------------------------
@@ -403,7 +418,8 @@ export class PostgresStore implements Store {
       [row] = await tx.rows<RunRow>(
         named('insertRun', [id, pipeline, runId, stream.id, status, now, startedAt, endedAt, meta]),
       );
-      await tx.rows(named('notePipelineRun', [pipeline, pipelineId(pipeline), id]));
+      await tx.rows(named('createPipeline', [pipeline, pipelineId(pipeline)]));
+      await tx.rows(named('notePipelineRun', [pipeline, id]));
     } else {
       [row] = await tx.rows<RunRow>(
         named('updateRun', [
@@ -613,8 +629,9 @@ export class PostgresStore implements Store {
     const [row] = hasNulInKey(key)
       ? []
       : await this.rows<StreamRow>(named('bounds', keyParams(key)));
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0 };
-    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes };
+    const epoch = this.epoch;
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch };
+    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes, epoch };
   }
 
   async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
@@ -691,6 +708,24 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** One holder among every server on this database (postgres-lease.ts). */
+  async tryLease(name: string): Promise<Lease | undefined> {
+    this.checkOpen();
+    try {
+      return await tryPostgresLease(this.url, name, this.connectTimeoutMs);
+    } catch (error) {
+      throw this.translate(error);
+    }
+  }
+
+  async renewEpoch(): Promise<string> {
+    this.epoch = await this.withClient(async (client) => {
+      await client.query(`UPDATE store_meta SET value = ${NEW_EPOCH_SQL} WHERE key = 'epoch'`);
+      return readEpoch(client);
+    });
+    return this.epoch;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -719,14 +754,10 @@ export class PostgresStore implements Store {
     } catch (error) {
       throw this.translate(error);
     }
-    let broken: Error | undefined;
     try {
-      return await body(client);
+      return await holding(client, body);
     } catch (error) {
-      if (isConnectionError(error)) broken = error as Error;
       throw this.translate(error);
-    } finally {
-      client.release(broken);
     }
   }
 
@@ -862,7 +893,7 @@ class Transaction {
    * replica whose clock is behind): time never goes back within a stream.
    */
   async insert(stream: LockedStream, pending: readonly PendingEntry[]): Promise<number[]> {
-    const time = Math.max(this.now, stream.lastTime);
+    const time = entryTime(this.now, stream.lastTime);
     const numbering = new Numbering(stream.lastSeq, stream.logBytes);
     const seqs: number[] = [];
     let columns = emptyColumns();
@@ -950,6 +981,39 @@ function emptyColumns(): Columns {
  * migration lock: replicas starting together apply each once, the others wait and find it
  * done. A database at a newer version than this code knows is refused, untouched.
  */
+/**
+ * Runs `body` with a checked-out connection, then gives it back to the pool, closed if it broke.
+ * The pool listens for errors only on idle connections: one that breaks while checked out (the
+ * server restarts between two statements) would emit an error nobody hears, which ends the
+ * process. Heard here, it marks the connection broken.
+ */
+async function holding<T>(
+  client: PoolClient,
+  body: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onError);
+  try {
+    return await body(client);
+  } catch (error) {
+    if (isConnectionError(error)) broken ??= error as Error;
+    throw error;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
+async function readEpoch(client: PoolClient): Promise<string> {
+  const { rows } = await client.query<{ value: string }>(
+    `SELECT value FROM store_meta WHERE key = 'epoch'`,
+  );
+  return rows[0]!.value;
+}
+
 export async function applyMigrations(
   client: PoolClient | pg.Client,
   where: string,

@@ -168,6 +168,15 @@ export function samePending(a: PendingEntry, b: PendingEntry): boolean {
  * gapless, and each log entry starts where the log ended. A backend calls it inside the
  * transaction that holds the stream's row (or lock), so no other writer numbers meanwhile.
  */
+/**
+ * The time of entries appended at `now` to a stream whose newest entry has `lastTime`: never
+ * earlier, so time never goes back within a stream when a clock does (a replica whose clock is
+ * behind, a clock stepped back).
+ */
+export function entryTime(now: number, lastTime: number): number {
+  return Math.max(now, lastTime);
+}
+
 export class Numbering {
   constructor(
     public lastSeq: number,

@@ -12,6 +12,13 @@ CREATE TABLE IF NOT EXISTS streams (
   log_bytes INTEGER NOT NULL DEFAULT 0
 );
 
+-- The store's epoch (docs/STORAGE.md): made with the database, renewed after a restore.
+CREATE TABLE IF NOT EXISTS store_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+INSERT OR IGNORE INTO store_meta (key, value) VALUES ('epoch', lower(hex(randomblob(4))));
+
 CREATE TABLE IF NOT EXISTS runs (
   id               TEXT    NOT NULL UNIQUE,
   pipeline         TEXT    NOT NULL,

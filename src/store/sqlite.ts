@@ -10,6 +10,8 @@ import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, streamId, topicKey } from '../model/stream-key.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
+import type { Lease, LeaseStore } from './lease.js';
+import { LocalLeases } from './lease.js';
 import { SCHEMA } from './sqlite-schema.js';
 import type {
   AppendEventsResult,
@@ -37,6 +39,7 @@ import {
   cancelNeeded,
   takePage,
   checkLogRetry,
+  entryTime,
   Numbering,
   pendingLog,
   planEventBatch,
@@ -151,6 +154,9 @@ function readStatements(db: Database.Database) {
     ),
     nthLatest: db.prepare<[number, number], { seq: number }>(q.nthLatest),
     timeAtOrAfter: db.prepare<[number, number], { seq: number; time: number }>(q.timeAtOrAfter),
+    timeOfSeq: db.prepare<[number, number], { time: number }>(
+      'SELECT time FROM entries WHERE stream_id = ? AND seq = ?',
+    ),
     getRun: db.prepare<[string, string], RunRow>(q.getRun),
     latestRun: db.prepare<[string], RunRow>(q.latestRun),
     listRuns: db.prepare<[string, number, number], RunRow>(q.listRuns),
@@ -210,7 +216,7 @@ function writeStatements(db: Database.Database) {
  * sees only what is committed, so no reader ever sees part of a write, and an append resolves
  * only after its COMMIT returned.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, LeaseStore {
   private readonly db: Database.Database;
   private readonly reader: Database.Database;
   private readonly streamIds = new Map<string, number>();
@@ -226,6 +232,10 @@ export class SqliteStore implements Store {
   private readonly checkpointer: WalCheckpointer | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
   private restartQueued = false;
+  private epoch: string;
+  private readonly leases = new LocalLeases();
+  /** Per stream id, the time of its newest entry (see lastTime). */
+  private readonly lastTimes = new Map<number, number>();
   /** Bytes the write in progress has inserted, for the checkpointer. */
   private writtenBytes = 0;
 
@@ -240,6 +250,7 @@ export class SqliteStore implements Store {
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     migrate(this.db);
+    this.epoch = readEpoch(this.db);
     this.sliced = path !== ':memory:';
     this.reader = this.sliced ? new Database(path, { readonly: true }) : this.db;
     if (this.sliced) {
@@ -481,13 +492,15 @@ export class SqliteStore implements Store {
   ): Generator<void, number[], void> {
     const stream = this.streamRow(key);
     const numbering = new Numbering(stream.last_seq, stream.log_bytes);
+    const time = entryTime(now, this.lastTime(stream));
+    this.lastTimes.set(stream.id, time);
     const seqs: number[] = [];
     for (const entry of pending) {
       const { seq, logOffset } = numbering.next(entry);
       this.write_.insertEntry.run(
         stream.id,
         seq,
-        now,
+        time,
         entry.kind,
         entry.step ?? null,
         entry.correlationId ?? null,
@@ -612,8 +625,9 @@ export class SqliteStore implements Store {
   async bounds(key: StreamKey): Promise<StreamBounds> {
     const sid = this.knownStreamId(key);
     const row = sid === undefined ? undefined : this.r.streamById.get(sid);
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0 };
-    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes };
+    const epoch = this.epoch;
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch };
+    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes, epoch };
   }
 
   async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
@@ -697,6 +711,21 @@ export class SqliteStore implements Store {
     return lo;
   }
 
+  /** One process opens a SQLite store, so its leases are this process's. */
+  tryLease(name: string): Promise<Lease | undefined> {
+    return this.leases.tryLease(name);
+  }
+
+  async renewEpoch(): Promise<string> {
+    return this.write(() =>
+      oneStep(() => {
+        this.db.prepare(RENEW_EPOCH).run();
+        this.epoch = readEpoch(this.db);
+        return this.epoch;
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     clearInterval(this.checkpointTimer);
     await this.queue;
@@ -736,6 +765,7 @@ export class SqliteStore implements Store {
         if (this.db.inTransaction) this.write_.rollback.run();
         this.writtenBytes = 0;
         this.streamIds.clear();
+        this.lastTimes.clear();
         throw error;
       }
     };
@@ -776,6 +806,19 @@ export class SqliteStore implements Store {
     return row;
   }
 
+  /**
+   * The time of the stream's newest entry (0 if none is left), read once per stream and then
+   * kept: this connection is the database's one writer.
+   */
+  private lastTime(stream: StreamRow): number {
+    let time = this.lastTimes.get(stream.id);
+    if (time === undefined) {
+      time = this.w.timeOfSeq.get(stream.id, stream.last_seq)?.time ?? 0;
+      this.lastTimes.set(stream.id, time);
+    }
+    return time;
+  }
+
   /** The stream's id if it was ever written (and committed), without creating it. */
   private knownStreamId(key: StreamKey): number | undefined {
     const name = streamId(key);
@@ -791,6 +834,14 @@ export class SqliteStore implements Store {
 // eslint-disable-next-line require-yield -- one step, nothing to pause between
 function* oneStep<T>(fn: () => T): Generator<void, T> {
   return fn();
+}
+
+const RENEW_EPOCH = `UPDATE store_meta SET value = lower(hex(randomblob(4))) WHERE key = 'epoch'`;
+
+function readEpoch(db: Database.Database): string {
+  return db
+    .prepare<[], { value: string }>(`SELECT value FROM store_meta WHERE key = 'epoch'`)
+    .get()!.value;
 }
 
 /** What a database made by an older version lacks: the pipelines table's rows. */

@@ -109,6 +109,11 @@ export interface StreamBounds {
   lastSeq: number;
   /** Bytes of log text ever written to this stream. */
   logBytes: number;
+  /**
+   * The store's epoch: made when the database is created, made anew by `renewEpoch()` after a
+   * restore. A cursor handed out under another epoch may number other entries (docs/STORAGE.md).
+   */
+  epoch: string;
 }
 
 /**
@@ -187,6 +192,12 @@ export interface Store {
    */
   trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult>;
 
+  /**
+   * Gives the database a new epoch, so every cursor handed out before is answered with `gap
+   * reset` (after a restore from a backup, whose seqs a later append may reuse). Servers on
+   * the database read the epoch when they open it. Answers the new epoch.
+   */
+  renewEpoch(): Promise<string>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
@@ -284,6 +285,20 @@ async function produce(server: string): Promise<void> {
 
 let runEntries: Entry[] = [];
 let icebergEntries: Entry[] = [];
+/** The store's epoch, which every native id carries (docs/STORAGE.md). */
+let storeEpoch = '';
+
+/** The epoch of the server's SQLite store in `dataDir`, read from the database itself. */
+function readStoreEpoch(dataDir: string): string {
+  const db = new Database(join(dataDir, 'tailwater.db'), { readonly: true, fileMustExist: true });
+  try {
+    return db
+      .prepare<[], { value: string }>(`SELECT value FROM store_meta WHERE key = 'epoch'`)
+      .get()!.value;
+  } finally {
+    db.close();
+  }
+}
 /** Each event's data text as sent, by seq. */
 const runRawBySeq = new Map<number, string>();
 const icebergRawBySeq = new Map<number, string>();
@@ -297,12 +312,12 @@ interface ExpectedFrame {
   raw?: string;
 }
 
-/** The native dialect: `id: seq`, `event: kind`, the entry as JSON. */
+/** The native dialect: `id: <seq>-<epoch>`, `event: kind`, the entry as JSON. */
 const nativeFrames = (): ExpectedFrame[] =>
   runEntries.map((entry) => {
     const raw = runRawBySeq.get(entry.seq);
     return {
-      id: String(entry.seq),
+      id: `${entry.seq}-${storeEpoch}`,
       event: entry.kind,
       data: entry,
       ...(raw ? { raw: `"data":${raw}` } : {}),
@@ -789,6 +804,7 @@ describe('one stream, every client', () => {
 
     runEntries = await readAllEntries(server, RUN);
     icebergEntries = await readAllEntries(server, `/api/v1/topics/${ICEBERG_TOPIC}`);
+    storeEpoch = readStoreEpoch(dataDir);
     RUN_EVENT_LIST.forEach((event, i) => runRawBySeq.set(runEventSeqs[i]!, event.raw));
     ICEBERG_EVENT_LIST.forEach((event, i) => icebergRawBySeq.set(icebergSeqs[i]!, event.raw));
   });
@@ -801,6 +817,7 @@ describe('one stream, every client', () => {
   });
 
   it('the store holds the run and the topic as they were written', () => {
+    expect(storeEpoch).toMatch(/^[0-9a-f]{8}$/);
     expect(runEntries.map((entry) => entry.seq)).toEqual(
       Array.from({ length: RUN_ENTRIES }, (_, i) => i + 1),
     );

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
 import { http, httpJson, putStatus, runPath, sendEvents, topicStreamPath } from '../helpers/api.js';
-import { entryEvents, openSse, seqs, watchClosed } from '../helpers/sse.js';
+import { entryEvents, openSse, seqOfId, seqs, watchClosed } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -829,7 +829,7 @@ describe('with maxStreamsPerClient = 3', () => {
     expect(posted.status).toBe(200);
     const [seq] = ((await posted.json()) as { seqs: number[] }).seqs;
     await other.waitFor(
-      () => /event: ping\ndata: .*\nid: (\d+)\n/.exec(other.bodyText())?.[1] === String(seq),
+      () => seqOfId(/event: ping\ndata: .*\nid: (.*)\n/.exec(other.bodyText())?.[1]) === seq,
       'the event on the other client’s stream',
       5000,
     );
@@ -992,11 +992,11 @@ describe('a run of 300,000 entries', () => {
     });
     const { reader, seq } = result;
     expect(seq).toBeGreaterThan(progressSeq);
-    expect(entryEvents(reader.events).map((e) => [Number(e.id), e.event])).toEqual([
+    expect(entryEvents(reader.events).map((e) => [seqOfId(e.id), e.event])).toEqual([
       [seq, 'nomatch'],
     ]);
     for (const frame of reader.events.filter((e) => e.event === 'cursor')) {
-      expect(Number(frame.id)).toBeLessThan(seq);
+      expect(seqOfId(frame.id)).toBeLessThan(seq);
     }
     expectAllAnswered(polls, 250);
   });

@@ -1,8 +1,10 @@
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runKey } from '../../src/model/stream-key.js';
 import { sendEvents, sendStatus } from '../helpers/api.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
+import { seqOfId } from '../helpers/sse.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const TOTAL = 10_000;
@@ -21,6 +23,7 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
     await sendStatus(base.origin, run, 'running');
 
     const seen: number[] = [];
+    const ids: string[] = [];
     let connections = 0;
     let openSinceCut = false;
     const source = new EventSource(`${proxy.url}${run}/stream`);
@@ -28,7 +31,10 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
       connections += 1;
       openSinceCut = true;
     });
-    const onEntry = (event: MessageEvent) => seen.push(Number(event.lastEventId));
+    const onEntry = (event: MessageEvent) => {
+      ids.push(event.lastEventId);
+      seen.push(seqOfId(event.lastEventId));
+    };
     source.addEventListener('log', onEntry);
     source.addEventListener('status', onEntry);
     source.addEventListener('progress', onEntry);
@@ -76,5 +82,8 @@ describe('a viewer cut off 50 times during a run of 10,000 entries', () => {
     const lastSeq = TOTAL + 2;
     expect(end.lastSeq).toBe(lastSeq);
     expect(seen).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    // Each id as the server wrote it: `<seq>-<the store's epoch>`.
+    const { epoch } = await t.store.bounds(runKey('reconnect.test', 'r1'));
+    expect(ids).toEqual(seen.map((seq) => `${seq}-${epoch}`));
   });
 });

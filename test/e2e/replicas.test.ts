@@ -12,6 +12,7 @@ import {
   within,
 } from '../helpers/fleet.js';
 import type { Fleet, Viewer } from '../helpers/fleet.js';
+import { seqOfId } from '../helpers/sse.js';
 import { sleep } from '../helpers/wait.js';
 
 // Issue 13's fleet, for real: three `tailwater serve` processes on one PostgreSQL database and
@@ -21,7 +22,7 @@ import { sleep } from '../helpers/wait.js';
 const REPLICAS = 3;
 
 /** The seqs of a viewer's entry frames, in the order received. */
-const seqsOf = (viewer: Viewer): number[] => viewer.entries.map((frame) => Number(frame.id));
+const seqsOf = (viewer: Viewer): number[] => viewer.entries.map((frame) => seqOfId(frame.id));
 
 const oneTo = (n: number): number[] => Array.from({ length: n }, (_, index) => index + 1);
 
@@ -126,14 +127,14 @@ describe('three replicas behind nginx, on one PostgreSQL and one Redis', () => {
       const answer = await post(b!.url, run, [{ kind: 'tick', data: { i: index } }]);
       const acked = performance.now();
       expect(answer.status).toBe(200);
-      const seq = String(answer.body!.seqs[0]);
+      const seq = answer.body!.seqs[0]!;
       // Far below pollSeconds (30 s): a frame that waited for a poll would miss this.
       await within(
-        () => viewer.entries.some((frame) => frame.id === seq),
+        () => viewer.entries.some((frame) => seqOfId(frame.id) === seq),
         `seq ${seq} on replica A`,
         5_000,
       );
-      const frame = viewer.entries.find((candidate) => candidate.id === seq)!;
+      const frame = viewer.entries.find((candidate) => seqOfId(candidate.id) === seq)!;
       // A frame may even beat the acknowledgement back to the writer: that counts as 0.
       latencies.push(Math.max(0, frame.at - acked));
       await sleep(10);

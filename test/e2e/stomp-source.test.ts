@@ -1,19 +1,26 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client } from '@stomp/stompjs';
-import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import { readAllEntries } from '../helpers/api.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
-import { openSse } from '../helpers/sse.js';
+import { openSse, seqOfId } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
 import { portOpen, startActiveMq, STOMP_PORT, stopActiveMq } from '../helpers/stomp.js';
+import {
+  commitEvent,
+  freshSource,
+  removeDurableSubscription,
+  stompProducer,
+  TOPIC,
+  waitUntil,
+} from '../helpers/stomp-clients.js';
+import type { Readyz, Source, SourceStatus, StompProducer } from '../helpers/stomp-clients.js';
+import { sleep } from '../helpers/wait.js';
 
 /**
  * Issue #6, "Done when": the STOMP source against a real ActiveMQ (scripts/services.sh) and a
@@ -46,65 +53,6 @@ const SEED_EVENT = `{
 }`;
 const SEED_EVENT_ID = 'a7c8f2b1-3e4d-4f1a-b8c9-2d0e1a5b6c7d';
 
-const TOPIC = 'iceberg';
-
-interface SourceStatus {
-  name: string;
-  state: string;
-  received: number;
-  stored: number;
-  invalid: number;
-  lastError?: string;
-}
-
-interface Readyz {
-  status: string;
-  sources: SourceStatus[];
-}
-
-/** A source of its own: a fresh destination and name, so no durable subscription is shared. */
-function freshSource() {
-  const suffix = randomBytes(6).toString('hex');
-  return {
-    type: 'stomp' as const,
-    name: `tw-test-${suffix}`,
-    destination: `/topic/TW_TEST_${suffix}`,
-    topic: TOPIC,
-  };
-}
-type Source = ReturnType<typeof freshSource>;
-
-function event(eventId: string, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ eventId, eventType: 'COMMIT_SUCCESS', ...extra });
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-async function waitUntil<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs: number,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ''}`,
-      );
-    }
-    await sleep(intervalMs);
-  }
-}
-
 async function readyz(url: string): Promise<{ code: number; body: Readyz }> {
   const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) });
   return { code: res.status, body: (await res.json()) as Readyz };
@@ -119,104 +67,6 @@ const allEntries = (url: string, topic: string): Promise<Entry[]> =>
   readAllEntries(url, `/api/v1/topics/${topic}`);
 
 const ids = (entries: Entry[]) => entries.map((entry) => entry.id);
-
-/**
- * A STOMP producer whose sends are confirmed: each SEND asks for a RECEIPT, which ActiveMQ
- * returns once it has taken the (persistent) message.
- */
-async function producer(): Promise<{
-  publish(body: string, destination: string): Promise<void>;
-  close(): Promise<void>;
-}> {
-  const client = new Client({
-    webSocketFactory: () => new TCPWrapper('127.0.0.1', STOMP_PORT),
-    connectHeaders: { login: 'admin', passcode: 'admin', host: '/' },
-    reconnectDelay: 0,
-    heartbeatIncoming: 0,
-    heartbeatOutgoing: 0,
-  });
-  let failure: Error | undefined;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('producer: no CONNECTED in 10 s')), 10_000);
-    client.onConnect = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    client.onStompError = (frame) => {
-      failure = new Error(`producer: ${frame.headers['message']}`);
-      reject(failure);
-    };
-    client.onWebSocketError = () => reject(new Error('producer: cannot reach ActiveMQ'));
-    client.activate();
-  });
-  let n = 0;
-  return {
-    publish(body, destination) {
-      if (failure) return Promise.reject(failure);
-      const receipt = `r-${(n += 1)}`;
-      const confirmed = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no receipt for ${receipt}`)), 15_000);
-        client.watchForReceipt(receipt, () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-      client.publish({ destination, body, headers: { persistent: 'true', receipt } });
-      return confirmed;
-    },
-    async close() {
-      await client.deactivate();
-    },
-  };
-}
-
-/**
- * Removes a durable subscription from the broker (UNSUBSCRIBE with the source's client-id and
- * subscription name, as StompSource names them). Best effort: the subscription may not exist.
- */
-async function removeDurableSubscription(name: string): Promise<void> {
-  if (!(await portOpen(STOMP_PORT))) return;
-  const client = new Client({
-    webSocketFactory: () => new TCPWrapper('127.0.0.1', STOMP_PORT),
-    connectHeaders: {
-      login: 'admin',
-      passcode: 'admin',
-      host: '/',
-      'client-id': `tailwater-${name}-${hostname()}`,
-    },
-    reconnectDelay: 0,
-    heartbeatIncoming: 0,
-    heartbeatOutgoing: 0,
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no CONNECTED')), 5000);
-      client.onConnect = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      client.onStompError = () => reject(new Error('STOMP error'));
-      client.onWebSocketError = () => reject(new Error('unreachable'));
-      client.activate();
-    });
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 5000);
-      client.onStompError = () => resolve();
-      client.watchForReceipt('unsubscribed', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      client.unsubscribe('durable', {
-        'activemq.subscriptionName': `tailwater-${name}`,
-        receipt: 'unsubscribed',
-      });
-    });
-  } catch {
-    // best effort
-  } finally {
-    await Promise.race([client.deactivate(), sleep(5000)]);
-  }
-}
 
 describe('the STOMP source against a real ActiveMQ and a real tailwater serve', () => {
   const servers: ServerProcess[] = [];
@@ -238,7 +88,10 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     }
     // A test that stopped the broker must not leave it stopped for the next one.
     if (!(await portOpen(STOMP_PORT))) await startActiveMq();
-    for (const name of names.splice(0)) await removeDurableSubscription(name);
+    for (const name of names.splice(0)) {
+      // The client-id and subscription name a source on SQLite gives its subscription.
+      await removeDurableSubscription(`tailwater-${name}-${hostname()}`, `tailwater-${name}`);
+    }
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -249,7 +102,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
   }
 
   function source(): Source {
-    const s = freshSource();
+    const s = freshSource('test');
     names.push(s.name);
     return s;
   }
@@ -270,7 +123,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
   }
 
   async function connectedProducer() {
-    const p = await producer();
+    const p = await stompProducer();
     closers.push(() => p.close());
     return p;
   }
@@ -292,11 +145,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
    * publish probe events until one is stored: from then on the (durable) subscription exists.
    * Returns the probe ids stored, which precede anything published later.
    */
-  async function ensureSubscribed(
-    url: string,
-    src: Source,
-    p: Awaited<ReturnType<typeof producer>>,
-  ): Promise<string[]> {
+  async function ensureSubscribed(url: string, src: Source, p: StompProducer): Promise<string[]> {
     await waitConnected(url, src.name);
     let n = 0;
     await waitUntil(
@@ -304,7 +153,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
       async () => {
         const stored = (await allEntries(url, TOPIC)).some((e) => e.id?.startsWith('probe-'));
         if (stored) return true;
-        await p.publish(event(`probe-${n++}`, { probe: true }), src.destination);
+        await p.publish(commitEvent(`probe-${n++}`, { probe: true }), src.destination);
         return undefined;
       },
       20_000,
@@ -375,7 +224,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     const frame = native.events.find((e) => e.event === 'iceberg-mutation')!;
     const entry = JSON.parse(frame.data) as Entry & { data: Record<string, unknown> };
     expect(entry.id).toBe(SEED_EVENT_ID);
-    expect(String(entry.seq)).toBe(frame.id);
+    expect(seqOfId(frame.id)).toBe(entry.seq);
     expect(entry.data['eventId']).toBe(SEED_EVENT_ID);
     expect(entry.data['tableIdentifier']).toBe('production.reporting.daily_user_activity');
 
@@ -396,7 +245,9 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
 
     const expected = Array.from({ length: 1000 }, (_, i) => `e-${String(i).padStart(4, '0')}`);
     const sendStarted = performance.now();
-    await Promise.all(expected.map((id, i) => p.publish(event(id, { n: i }), src.destination)));
+    await Promise.all(
+      expected.map((id, i) => p.publish(commitEvent(id, { n: i }), src.destination)),
+    );
     console.log(
       `1,000 events confirmed by ActiveMQ in ${(performance.now() - sendStarted).toFixed(0)} ms`,
     );
@@ -434,9 +285,9 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     const p = await connectedProducer();
     const probes = await ensureSubscribed(server.url, src, p);
 
-    await p.publish(event('dup-1', { copy: 1 }), src.destination);
-    await p.publish(event('dup-1', { copy: 2 }), src.destination);
-    await p.publish(event('after-dup'), src.destination);
+    await p.publish(commitEvent('dup-1', { copy: 1 }), src.destination);
+    await p.publish(commitEvent('dup-1', { copy: 2 }), src.destination);
+    await p.publish(commitEvent('after-dup'), src.destination);
     await waitUntil(
       'the event after the duplicate',
       async () =>
@@ -467,10 +318,10 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
 
     const notJson = 'this is {not JSON';
     const noEventId = '{"eventType":"COMMIT_SUCCESS","tableIdentifier":"db.t"}';
-    await p.publish(event('valid-before'), src.destination);
+    await p.publish(commitEvent('valid-before'), src.destination);
     await p.publish(notJson, src.destination);
     await p.publish(noEventId, src.destination);
-    await p.publish(event('valid-after'), src.destination);
+    await p.publish(commitEvent('valid-after'), src.destination);
 
     await waitUntil(
       'the valid event after the invalid ones',
@@ -513,11 +364,11 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     // Valid JSON with a string eventId, so the source hands both to the store, which refuses
     // them for good: a producer id with a control character, and data over maxEventBytes.
     const lineBreakId = '{"eventId":"bad\\nid","eventType":"COMMIT_SUCCESS"}';
-    const oversized = event('too-big', { padding: 'x'.repeat(70 * 1024) });
-    await p.publish(event('valid-before'), src.destination);
+    const oversized = commitEvent('too-big', { padding: 'x'.repeat(70 * 1024) });
+    await p.publish(commitEvent('valid-before'), src.destination);
     await p.publish(lineBreakId, src.destination);
     await p.publish(oversized, src.destination);
-    await p.publish(event('valid-after'), src.destination);
+    await p.publish(commitEvent('valid-after'), src.destination);
 
     try {
       await waitUntil(
@@ -560,7 +411,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
 
     const expected = Array.from({ length: 1000 }, (_, i) => `k-${String(i).padStart(4, '0')}`);
     const publishing = Promise.all(
-      expected.map((id, i) => p.publish(event(id, { n: i }), src.destination)),
+      expected.map((id, i) => p.publish(commitEvent(id, { n: i }), src.destination)),
     );
     // Kill it once part of the burst is stored: some messages are stored and not yet acked.
     await waitUntil(
@@ -595,7 +446,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     const server = await serve(dataDir(), src);
     const before = await connectedProducer();
     const probes = await ensureSubscribed(server.url, src, before);
-    await before.publish(event('before-0'), src.destination);
+    await before.publish(commitEvent('before-0'), src.destination);
     await waitUntil(
       'the event before the restart',
       async () =>
@@ -633,7 +484,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     // durable subscription keeps them.
     const p = await connectedProducer();
     const early = Array.from({ length: 20 }, (_, i) => `early-${i}`);
-    for (const id of early) await p.publish(event(id), src.destination);
+    for (const id of early) await p.publish(commitEvent(id), src.destination);
 
     await waitConnected(server.url, src.name, 60_000);
     console.log(
@@ -642,7 +493,7 @@ describe('the STOMP source against a real ActiveMQ and a real tailwater serve', 
     expect(await readyz(server.url)).toMatchObject({ code: 200, body: { status: 'ready' } });
 
     const late = Array.from({ length: 20 }, (_, i) => `late-${i}`);
-    for (const id of late) await p.publish(event(id), src.destination);
+    for (const id of late) await p.publish(commitEvent(id), src.destination);
     await waitUntil(
       'the events published after the restart',
       async () =>

@@ -10,6 +10,7 @@ import { freePort } from './net.js';
 import { freshDatabase } from './postgres.js';
 import { startServerProcess } from './server-process.js';
 import type { ServerProcess } from './server-process.js';
+import { seqOfId } from './sse.js';
 import { sleep } from './wait.js';
 
 // Several `tailwater serve` replicas on one PostgreSQL database and one Redis, behind a real
@@ -66,6 +67,32 @@ export interface Nginx {
 }
 
 /**
+ * nginx's main configuration around `site`, everything under `dir` (pid, logs, temp paths), one
+ * worker holding up to `connections` connections (and as many open files, and some to spare).
+ */
+export function nginxMainConfig(dir: string, site: string, connections = 1024): string {
+  return [
+    'daemon off;',
+    'master_process on;',
+    'worker_processes 1;',
+    `worker_rlimit_nofile ${connections + 1024};`,
+    `pid ${dir}/nginx.pid;`,
+    `error_log ${dir}/error.log warn;`,
+    `events { worker_connections ${connections}; }`,
+    'http {',
+    '  access_log off;',
+    `  client_body_temp_path ${dir}/client_body;`,
+    `  proxy_temp_path ${dir}/proxy;`,
+    `  fastcgi_temp_path ${dir}/fastcgi;`,
+    `  uwsgi_temp_path ${dir}/uwsgi;`,
+    `  scgi_temp_path ${dir}/scgi;`,
+    site,
+    '}',
+    '',
+  ].join('\n');
+}
+
+/**
  * Starts nginx in the foreground on a free loopback port, in front of `ports`; with
  * `routeByStream`, docs/nginx.conf's hash variant (all viewers of a stream on one replica).
  */
@@ -90,24 +117,7 @@ export async function startNginx(
     await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  const conf = [
-    'daemon off;',
-    'master_process on;',
-    'worker_processes 1;',
-    `pid ${dir}/nginx.pid;`,
-    `error_log ${dir}/error.log warn;`,
-    'events { worker_connections 1024; }',
-    'http {',
-    '  access_log off;',
-    `  client_body_temp_path ${dir}/client_body;`,
-    `  proxy_temp_path ${dir}/proxy;`,
-    `  fastcgi_temp_path ${dir}/fastcgi;`,
-    `  uwsgi_temp_path ${dir}/uwsgi;`,
-    `  scgi_temp_path ${dir}/scgi;`,
-    site,
-    '}',
-    '',
-  ].join('\n');
+  const conf = nginxMainConfig(dir, site);
   const confPath = join(dir, 'nginx.conf');
   await writeFile(confPath, conf);
   const child = spawn(NGINX, ['-c', confPath, '-p', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -258,7 +268,7 @@ export function follow(
         viewer.frames.push(frame);
         if (message.id !== undefined) {
           lastId = message.id;
-          highest = Math.max(highest, Number(message.id) || 0);
+          highest = Math.max(highest, seqOfId(message.id) || 0);
         }
         if (!CONTROL.has(frame.event)) viewer.entries.push(frame);
         if (frame.event === 'end') ended = true;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './net.js';
+import { stopChild } from './stop-child.js';
 
 /** The Redis that scripts/services.sh starts (docs/SERVICES.md). */
 export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -71,22 +72,12 @@ export class PrivateRedis {
   /** `redis-cli shutdown nosave`, then waits (10 s at most) for the process to exit. */
   async stop(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    await run('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), 'shutdown', 'nosave'], {
-      timeout: 5000,
-    }).catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      exited,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          resolve();
-        }, 10_000);
-      }),
-    ]);
-    clearTimeout(timer);
+    if (!child) return;
+    const shutdown = () =>
+      run('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), 'shutdown', 'nosave'], {
+        timeout: 5000,
+      }).catch(() => undefined);
+    await stopChild(child, shutdown, 10_000);
   }
 
   log(): string {

@@ -1,3 +1,4 @@
+import { isStreamCursor, parseStreamCursor } from '../../src/model/cursor.js';
 import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
 
@@ -120,9 +121,22 @@ export function entryEvents(events: readonly SseEvent[]): SseEvent[] {
   return events.filter((event) => !CONTROL_FRAMES.has(event.event));
 }
 
+/**
+ * The seq an SSE id names: a native `<seq>-<epoch>` or a bare seq (ZenML's, an older server's);
+ * NaN for anything else, so a malformed id fails the assertion that uses it.
+ */
+export function seqOfId(id: string | undefined): number {
+  return id !== undefined && isStreamCursor(id) ? parseStreamCursor(id).seq : Number.NaN;
+}
+
+/** The store epoch a native SSE id carries, if it carries one. */
+export function epochOfId(id: string | undefined): string | undefined {
+  return id !== undefined && isStreamCursor(id) ? parseStreamCursor(id).epoch : undefined;
+}
+
 /** The seqs of the entry frames, in order. */
 export function seqs(events: readonly SseEvent[]): number[] {
-  return entryEvents(events).map((event) => Number(event.id));
+  return entryEvents(events).map((event) => seqOfId(event.id));
 }
 
 export const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);

@@ -5,6 +5,7 @@ import { runKey } from '../../src/model/stream-key.js';
 import { freePort } from '../helpers/net.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { SHARED_REDIS_URL } from '../helpers/redis-server.js';
+import { sleep } from '../helpers/wait.js';
 
 // The store and bus a server runs on, named by URL (docs/CONFIGURATION.md).
 
@@ -36,6 +37,32 @@ describe('backends by URL', () => {
     const bus = await openBus(settings({ bus: SHARED_REDIS_URL }));
     cleanups.push(() => bus.close());
     expect(bus.health().state).toBe('up');
+  });
+
+  it('opens Redis buses in the busNamespace setting: the same namespace hears, another does not', async () => {
+    const namespace = `ns-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    const open = async (busNamespace: string) => {
+      const bus = await openBus(settings({ bus: SHARED_REDIS_URL, busNamespace }));
+      cleanups.push(() => bus.close());
+      return bus;
+    };
+    const [publisher, sameNamespace, otherNamespace] = [
+      await open(namespace),
+      await open(namespace),
+      await open(`${namespace}-other`),
+    ];
+    const heard: string[] = [];
+    const same = sameNamespace.subscribe('s', (seq) => heard.push(`same ${seq}`));
+    const other = otherNamespace.subscribe('s', (seq) => heard.push(`other ${seq}`));
+    await Promise.all([same.ready, other.ready]);
+    publisher.notify('s', 7);
+    // A second notification the other way round proves the other namespace's bus is listening.
+    otherNamespace.notify('s', 8);
+    const deadline = Date.now() + 5_000;
+    while (heard.length < 2 && Date.now() < deadline) await sleep(10);
+    // Room for a notification that crossed namespaces to arrive too.
+    await sleep(200);
+    expect(heard.sort()).toEqual(['other 8', 'same 7']);
   });
 
   it.each([

@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/cli/backends.js';
+import { settingsSchema } from '../../src/model/settings.js';
+import { topicKey } from '../../src/model/stream-key.js';
 import { MIGRATIONS } from '../../src/store/postgres-schema.js';
 import { freePort } from '../helpers/net.js';
 import { freshDatabase, pgAdmin } from '../helpers/postgres.js';
@@ -127,6 +130,42 @@ describe('tailwater migrate', () => {
     expect(result.stdout).toMatch(/migrates its schema itself when the server starts/);
     expect(existsSync(join(dir, 'x.db'))).toBe(false);
   });
+
+  it.each(['postgres', 'sqlite'])(
+    'with --new-epoch gives a %s store a new epoch that a store opened after reads, keeping its entries',
+    async (kind) => {
+      let url: string;
+      if (kind === 'postgres') {
+        const db = await freshDatabase();
+        drops.push(db.drop);
+        url = db.url;
+      } else {
+        const dir = await mkdtemp(join(tmpdir(), 'tw-migrate-'));
+        drops.push(() => rm(dir, { recursive: true, force: true }));
+        url = `sqlite:${join(dir, 'x.db')}`;
+      }
+      const settings = settingsSchema.parse({ data: '/nonexistent', store: url });
+      const key = topicKey('kept');
+      const store = await openStore(settings);
+      await store.appendEvents(key, [{ kind: 'k', data: 1 }]);
+      const before = (await store.bounds(key)).epoch;
+      await store.close();
+
+      const result = await migrate('--store', url, '--new-epoch');
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      const printed = /^epoch: ([0-9a-f]{8}) -> ([0-9a-f]{8})$/m.exec(result.stdout);
+      expect(printed?.[1]).toBe(before);
+      expect(printed?.[2]).not.toBe(before);
+
+      const reopened = await openStore(settings);
+      try {
+        expect(await reopened.bounds(key)).toMatchObject({ lastSeq: 1, epoch: printed?.[2] });
+      } finally {
+        await reopened.close();
+      }
+    },
+  );
 
   it('a store of an unknown scheme is a bad setting, exit 2', async () => {
     const result = await migrate('--store', 'mysql://root@127.0.0.1/db');

@@ -85,7 +85,7 @@ describe('RedisBus before it connects', () => {
     bus = new RedisBus(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 300 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(connections()).toBe(0);
-    await expect(bus.connect()).rejects.toThrow(/did not answer within 300 ms/);
+    await expect(bus.connect()).rejects.toThrow(/no answer within 300 ms/);
     expect(connections()).toBe(2);
   });
 

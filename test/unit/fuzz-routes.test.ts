@@ -2945,12 +2945,16 @@ describe('fuzzing every route family', () => {
               for (const reader of readers) await reader.waitFor(ended, ANSWER_TIMEOUT_MS);
 
               const what = `run ${runId}: ${stored.length} entries`;
+              // A native frame's id is `<seq>-<epoch>`, the epoch the store's.
+              const { epoch } = await f.t.store.bounds(key);
+              const nativeIds = (entries: readonly Entry[]) =>
+                entries.map((e) => `${e.seq}-${epoch}`);
               // From the start: every entry, once, in order, each frame the entry as stored.
               const frames = entryFrames(fromStart.events);
               expect(
-                frames.map((e) => Number(e.id)),
+                frames.map((e) => e.id),
                 what,
-              ).toEqual(stored.map((e) => e.seq));
+              ).toEqual(nativeIds(stored));
               frames.forEach((frame, i) => {
                 expect(frame.event, what).toBe(stored[i]!.kind);
                 // SSE carries a line break in data as LF (the producer's JSON may hold CR LF).
@@ -2968,16 +2972,14 @@ describe('fuzzing every route family', () => {
               ).toEqual(stored.map((e) => e.seq));
               // Filtered: only those kinds, all of them.
               expect(
-                entryFrames(filtered.events).map((e) => Number(e.id)),
+                entryFrames(filtered.events).map((e) => e.id),
                 what,
-              ).toEqual(
-                stored.filter((e) => e.kind === kind || e.kind === 'log').map((e) => e.seq),
-              );
+              ).toEqual(nativeIds(stored.filter((e) => e.kind === kind || e.kind === 'log')));
               // Joined late: exactly what followed its cursor.
               expect(
-                entryFrames(late!.reader.events).map((e) => Number(e.id)),
+                entryFrames(late!.reader.events).map((e) => e.id),
                 what,
-              ).toEqual(stored.filter((e) => e.seq > late!.after).map((e) => e.seq));
+              ).toEqual(nativeIds(stored.filter((e) => e.seq > late!.after)));
             } finally {
               for (const reader of readers) reader.close();
             }

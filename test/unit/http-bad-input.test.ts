@@ -850,7 +850,8 @@ describe('cursors', () => {
         expect(reader.headers.get('content-type')).toMatch(/^text\/event-stream/);
         await reader.waitFor((events) => events.length >= 2);
         expect(reader.events[0]).toMatchObject({ event: 'gap', data: '{"reason":"reset"}' });
-        expect(reader.events[1]!.id).toBe('1');
+        const { epoch } = await t.store.bounds(runKey(FQN, RUN));
+        expect(reader.events[1]!.id).toBe(`1-${epoch}`);
       } finally {
         reader.close();
       }

@@ -7,6 +7,7 @@ import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
+import { seqOfId } from '../helpers/sse.js';
 import type { SseEvent } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 
@@ -43,12 +44,21 @@ function recordingTransport() {
   return { transport, events };
 }
 
-/** Subscribes at `start` and waits until the viewer has been sent `count` frames. */
+/**
+ * Subscribes at `start` and waits until the viewer has been sent `count` frames: a gap as
+ * `gap <data>`, an entry as its seq when its id is exactly `<seq>-<the store's epoch>`, and as
+ * `bad id <id>` when it is anything else.
+ */
 async function framesFrom(app: TestApp, key: StreamKey, start: StartPosition, count: number) {
   const { transport, events } = recordingTransport();
   await app.hub.subscribe({ key, start, encoder: new NativeEncoder(1000) }, () => transport);
   await until(() => events.length >= count, `${count} frames`);
-  return events.map((e) => (e.event === 'gap' ? `gap ${e.data}` : e.id));
+  const { epoch } = await app.store.bounds(key);
+  return events.map((e) => {
+    if (e.event === 'gap') return `gap ${e.data}`;
+    const seq = seqOfId(e.id);
+    return e.id === `${seq}-${epoch}` ? String(seq) : `bad id ${e.id}`;
+  });
 }
 
 const RESET = 'gap {"reason":"reset"}';

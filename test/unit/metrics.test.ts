@@ -5,7 +5,7 @@ import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { runStreamPath, topicStreamPath } from '../helpers/api.js';
 import { liveApps } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { hasEvent } from '../helpers/sse.js';
+import { hasEvent, seqOfId } from '../helpers/sse.js';
 import type { SseEvent } from '../helpers/sse.js';
 
 // GET /metrics: Prometheus' text format (prom-client), the engine's counts and what its viewers
@@ -85,7 +85,7 @@ async function untilMetric(
 }
 
 const seqs = (events: readonly SseEvent[]) =>
-  events.filter((e) => e.id !== undefined && e.event !== 'cursor').map((e) => Number(e.id));
+  events.filter((e) => e.id !== undefined && e.event !== 'cursor').map((e) => seqOfId(e.id));
 const hasSeq = (seq: number) => (events: SseEvent[]) => seqs(events).includes(seq);
 
 async function tick(t: TestApp, topic: string, data: unknown): Promise<number> {

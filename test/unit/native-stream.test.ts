@@ -8,6 +8,7 @@ import type { Entry, NewEvent } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, streamId, topicKey } from '../../src/model/stream-key.js';
+import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 import { httpJson, runPath as runUrl, runStreamPath } from '../helpers/api.js';
 import { appendLogLine, liveApps, seedRunningRun } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
@@ -70,6 +71,11 @@ const appendLine = (t: TestApp, text: string, fqn = PIPELINE, runId = RUN) =>
 
 async function storedEntries(t: TestApp, key: StreamKey = KEY): Promise<Entry[]> {
   return t.store.readEntries(key, { afterSeq: 0, limit: 1000 });
+}
+
+/** The store's epoch: every native `id:` is `<seq>-<epoch>` (docs/API.md, "Streaming"). */
+async function epochOf(t: TestApp, key: StreamKey = KEY): Promise<string> {
+  return (await t.store.bounds(key)).epoch;
 }
 
 /**
@@ -178,9 +184,10 @@ describe('opening a native stream', () => {
 
     const stored = await storedEntries(t);
     expect(stored).toHaveLength(3);
+    const epoch = await epochOf(t);
     expect(reader.events).toEqual(
       stored.map((entry) => ({
-        id: String(entry.seq),
+        id: `${entry.seq}-${epoch}`,
         event: entry.kind,
         data: JSON.stringify(entry),
       })),
@@ -198,12 +205,12 @@ describe('opening a native stream', () => {
     });
     for (const entry of stored) {
       expect(reader.raw).toContain(
-        `event: ${entry.kind}\ndata: ${JSON.stringify(entry)}\nid: ${entry.seq}\n\n`,
+        `event: ${entry.kind}\ndata: ${JSON.stringify(entry)}\nid: ${entry.seq}-${epoch}\n\n`,
       );
     }
   });
 
-  it('is read by the eventsource package with lastEventId = seq, type = kind and data = the entry', async () => {
+  it('is read by the eventsource package with lastEventId = seq-epoch, type = kind and data = the entry', async () => {
     const t = await start();
     await t.ingest.putRun(PIPELINE, RUN, { status: 'running' });
     await appendLine(t, 'hello 例\n');
@@ -222,9 +229,10 @@ describe('opening a native stream', () => {
     await until(() => got.length >= 3, 'a live event through eventsource');
 
     const stored = await storedEntries(t);
+    const epoch = await epochOf(t);
     expect(got).toEqual(
       stored.map((entry) => ({
-        lastEventId: String(entry.seq),
+        lastEventId: `${entry.seq}-${epoch}`,
         type: entry.kind,
         data: JSON.stringify(entry),
       })),
@@ -321,10 +329,15 @@ describe('where a native stream starts', () => {
     await seedRun(t, 2);
     const byHeader = await open(t, runPath(), { 'Last-Event-ID': '50' });
     const byQuery = await open(t, runPath(PIPELINE, RUN, 'after=4'));
+    const epoch = await epochOf(t);
     for (const reader of [byHeader, byQuery]) {
       await reader.waitFor(hasSeq(3));
       expect(reader.events[0]).toEqual({ id: undefined, event: 'gap', data: '{"reason":"reset"}' });
-      expect(reader.events.slice(1).map((e) => e.id)).toEqual(['1', '2', '3']);
+      expect(reader.events.slice(1).map((e) => e.id)).toEqual([
+        `1-${epoch}`,
+        `2-${epoch}`,
+        `3-${epoch}`,
+      ]);
     }
   });
 
@@ -338,7 +351,7 @@ describe('where a native stream starts', () => {
     const next = await appendLine(t, 'new\n');
     await upToDate.waitFor(hasSeq(next));
     await early.waitFor(hasSeq(next));
-    expect(upToDate.events.map((e) => e.id)).toEqual([String(next)]);
+    expect(upToDate.events.map((e) => e.id)).toEqual([`${next}-${await epochOf(t)}`]);
     expect(seqs(early.events)).toEqual(range(1, next));
   });
 
@@ -431,6 +444,7 @@ describe('filters on a native stream', () => {
   it('combines kinds, steps and correlationIds as OR within one and AND across, repeated or comma-separated', async () => {
     const t = await start();
     await seedFilterRun(t);
+    const epoch = await epochOf(t);
     const cases: Array<[string, number[]]> = [
       [FILTER, [2, 4, 5]],
       ['steps=load', [7, 9]],
@@ -442,11 +456,13 @@ describe('filters on a native stream', () => {
     for (const [query, expected] of cases) {
       const reader = await open(t, runPath(PIPELINE, RUN, query));
       // Every case ends its history with seq 9, as an entry or as a cursor frame.
-      await reader.waitFor((events) => events.some((e) => e.id === '9'));
+      await reader.waitFor((events) => events.some((e) => e.id === `9-${epoch}`));
       expect(seqs(reader.events), query).toEqual(expected);
       const stored = await storedEntries(t);
       for (const event of entryEvents(reader.events)) {
-        expect(event.data).toBe(JSON.stringify(stored.find((e) => String(e.seq) === event.id)));
+        expect(event.data).toBe(
+          JSON.stringify(stored.find((e) => `${e.seq}-${epoch}` === event.id)),
+        );
       }
     }
   });
@@ -454,16 +470,17 @@ describe('filters on a native stream', () => {
   it('carries the id of trailing filtered entries in one cursor frame, so a reconnect with the last id does not replay them', async () => {
     const t = await start();
     await seedFilterRun(t);
+    const epoch = await epochOf(t);
     const first = await open(t, runPath(PIPELINE, RUN, FILTER));
     await first.waitFor(hasEvent('cursor'));
     expect(first.events.map((e) => [e.id, e.event])).toEqual([
-      ['2', 'progress'],
-      ['4', 'progress'],
-      ['5', 'artifact'],
-      ['9', 'cursor'],
+      [`2-${epoch}`, 'progress'],
+      [`4-${epoch}`, 'progress'],
+      [`5-${epoch}`, 'artifact'],
+      [`9-${epoch}`, 'cursor'],
     ]);
     expect(first.events[3]!.data).toBe('{}');
-    expect(first.raw.endsWith('event: cursor\ndata: {}\nid: 9\n\n')).toBe(true);
+    expect(first.raw.endsWith(`event: cursor\ndata: {}\nid: 9-${epoch}\n\n`)).toBe(true);
     first.close();
 
     const lastId = first.events[first.events.length - 1]!.id!;
@@ -474,12 +491,13 @@ describe('filters on a native stream', () => {
     ]);
     expect(written).toEqual([10, 11]);
     await again.waitFor(hasSeq(11));
-    expect(again.events.map((e) => [e.id, e.event])).toEqual([['11', 'progress']]);
+    expect(again.events.map((e) => [e.id, e.event])).toEqual([[`11-${epoch}`, 'progress']]);
   });
 
   it('sends one cursor frame for a live batch that the filter drops entirely', async () => {
     const t = await start();
     await seedFilterRun(t);
+    const epoch = await epochOf(t);
     const reader = await open(t, runPath(PIPELINE, RUN, FILTER));
     await reader.waitFor(hasEvent('cursor'));
 
@@ -488,18 +506,18 @@ describe('filters on a native stream', () => {
       { kind: 'metric', step: 'load', correlationId: 'g2', data: {} },
       { kind: 'progress', step: 'train', correlationId: 'g9', data: {} },
     ]);
-    await reader.waitFor((events) => events.some((e) => e.id === '12'));
+    await reader.waitFor((events) => events.some((e) => e.id === `12-${epoch}`));
     await t.ingest.appendEvents(KEY, [
       { kind: 'metric', step: 'eval', correlationId: 'g1', data: {} },
     ]);
     await reader.waitFor(hasSeq(13));
     expect(reader.events.map((e) => [e.id, e.event])).toEqual([
-      ['2', 'progress'],
-      ['4', 'progress'],
-      ['5', 'artifact'],
-      ['9', 'cursor'],
-      ['12', 'cursor'],
-      ['13', 'metric'],
+      [`2-${epoch}`, 'progress'],
+      [`4-${epoch}`, 'progress'],
+      [`5-${epoch}`, 'artifact'],
+      [`9-${epoch}`, 'cursor'],
+      [`12-${epoch}`, 'cursor'],
+      [`13-${epoch}`, 'metric'],
     ]);
   });
 });
@@ -596,9 +614,15 @@ describe('how a native stream ends', () => {
     expect(reader.raw).toBe(`retry: 2000\n\n${end}`);
     expect(reader.events.map((e) => e.event)).toEqual(['end']);
 
+    const epoch = await epochOf(t);
     const fromStart = await open(t, runPath());
     await closedWithin(fromStart);
-    expect(fromStart.events.map((e) => e.id ?? e.event)).toEqual(['1', '2', '3', 'end']);
+    expect(fromStart.events.map((e) => e.id ?? e.event)).toEqual([
+      `1-${epoch}`,
+      `2-${epoch}`,
+      `3-${epoch}`,
+      'end',
+    ]);
     expect(fromStart.raw.endsWith(end)).toBe(true);
   });
 
@@ -608,16 +632,22 @@ describe('how a native stream ends', () => {
     const t = await start({ finishGraceSeconds: 0.2 });
     await seedRun(t, 1);
     await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    const epoch = await epochOf(t);
     const first = await open(t, runPath());
     await closedWithin(first);
-    expect(first.events.map((e) => e.id ?? e.event)).toEqual(['1', '2', '3', 'end']);
+    expect(first.events.map((e) => e.id ?? e.event)).toEqual([
+      `1-${epoch}`,
+      `2-${epoch}`,
+      `3-${epoch}`,
+      'end',
+    ]);
     await until(() => t.hub.tailer(KEY)?.viewerCount === 0, 'the first viewer to be gone');
 
     const late = await appendLine(t, 'late flush\n');
     expect(late).toBe(4);
     const resumed = await open(t, runPath(), { 'Last-Event-ID': '3' });
     await closedWithin(resumed);
-    expect(resumed.events.map((e) => e.id ?? e.event)).toEqual(['4', 'end']);
+    expect(resumed.events.map((e) => e.id ?? e.event)).toEqual([`4-${epoch}`, 'end']);
     expect(endOf(resumed.events)).toEqual({ reason: 'runFinished', status: 'success', lastSeq: 4 });
   });
 
@@ -651,8 +681,9 @@ describe('how a native stream ends', () => {
       lastSeq: lastReceived,
     });
     const beforeEnd = first.raw.slice(0, first.raw.indexOf('event: end'));
+    const epoch = await epochOf(t);
     const frameSizes = (await storedEntries(t)).map((e) =>
-      Buffer.byteLength(`id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`),
+      Buffer.byteLength(`id: ${e.seq}-${epoch}\nevent: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`),
     );
     expect(Buffer.byteLength(beforeEnd)).toBeGreaterThanOrEqual(maxBytes);
     expect(Buffer.byteLength(beforeEnd)).toBeLessThan(maxBytes + Math.max(...frameSizes));
@@ -1034,11 +1065,12 @@ describe('the runs feed and topic streams', () => {
     );
 
     await feed.waitFor(hasSeq(4));
+    const epoch = await epochOf(t, topicKey(RUNS_FEED_TOPIC));
     expect(feed.events.map((e) => [e.id, e.event])).toEqual([
-      ['1', 'status'],
-      ['2', 'status'],
-      ['3', 'status'],
-      ['4', 'status'],
+      [`1-${epoch}`, 'status'],
+      [`2-${epoch}`, 'status'],
+      [`3-${epoch}`, 'status'],
+      [`4-${epoch}`, 'status'],
     ]);
     const entries = feed.events.map((e) => JSON.parse(e.data) as Entry);
     expect(entries.map((e) => e.data)).toEqual(runs.map(({ meta: _meta, ...summary }) => summary));
@@ -1062,8 +1094,9 @@ describe('the runs feed and topic streams', () => {
     await httpJson(t, 'PUT', runUrl(PIPELINE, 'r1'), { status: 'failed' }); // 5
     await httpJson(t, 'PUT', runUrl('other.pipe', 'r10'), { status: 'queued' }); // 6
 
-    await narrow.waitFor((events) => events.some((e) => e.id === '6'));
-    await two.waitFor((events) => events.some((e) => e.id === '6'));
+    const lastId = `6-${await epochOf(t, topicKey(RUNS_FEED_TOPIC))}`;
+    await narrow.waitFor((events) => events.some((e) => e.id === lastId));
+    await two.waitFor((events) => events.some((e) => e.id === lastId));
     expect(seqs(narrow.events)).toEqual([2, 5]);
     expect(seqs(two.events)).toEqual([2, 3, 5]);
     for (const reader of [narrow, two]) {
@@ -1101,9 +1134,10 @@ describe('the runs feed and topic streams', () => {
     await reader.waitFor(hasSeq(3));
 
     const stored = await storedEntries(t, topicKey('prices'));
+    const epoch = await epochOf(t, topicKey('prices'));
     expect(reader.events).toEqual(
       stored.map((entry) => ({
-        id: String(entry.seq),
+        id: `${entry.seq}-${epoch}`,
         event: entry.kind,
         data: JSON.stringify(entry),
       })),

@@ -12,7 +12,7 @@ import { SqliteStore } from '../../src/store/sqlite.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 import { topicStreamPath } from '../helpers/api.js';
 import { liveApps } from '../helpers/app.js';
-import { hasSeq, range } from '../helpers/sse.js';
+import { hasSeq, range, seqOfId } from '../helpers/sse.js';
 import type { SseEvent } from '../helpers/sse.js';
 import { sleep, until } from '../helpers/wait.js';
 
@@ -74,15 +74,15 @@ async function seqsOf(store: SqliteStore, key: StreamKey): Promise<number[]> {
   return (await store.readEntries(key, { afterSeq: 0, limit: 100_000 })).map((e) => e.seq);
 }
 
-/** The frames as short labels: an entry by its seq, a gap by its range. */
+/** The frames as short labels: an entry by its seq, a gap by its range, a cursor by its seq. */
 function frames(events: readonly SseEvent[]): string[] {
   return events.map((event) => {
     if (event.event === 'gap') {
       const gap = JSON.parse(event.data) as { reason: string; fromSeq?: number; toSeq?: number };
       return `gap ${gap.reason} ${gap.fromSeq}-${gap.toSeq}`;
     }
-    if (event.event === 'cursor') return `cursor ${event.id}`;
-    return event.id ?? event.event;
+    if (event.event === 'cursor') return `cursor ${seqOfId(event.id)}`;
+    return event.id === undefined ? event.event : String(seqOfId(event.id));
   });
 }
 
@@ -328,6 +328,7 @@ describe('SqliteStore.trimTopic on a big backlog', () => {
       firstSeq: result.firstSeq,
       lastSeq: 30_001,
       logBytes: 0,
+      epoch: expect.stringMatching(/^[0-9a-f]{8}$/),
     });
     expect(await seqsOf(store, key)).toEqual(range(result.firstSeq, 30_001));
   });
@@ -594,9 +595,9 @@ describe('gap retention on a stream', () => {
     });
 
     const reader = await open(t, topicStreamPath('mixed', 'kinds=keep'));
-    await reader.waitFor((events) => events.some((e) => e.id === '59'));
+    await reader.waitFor((events) => events.some((e) => seqOfId(e.id) === 59));
     await fill(t.ingest, key, 1, 61); // kind `tick`: filtered out, sent as a cursor frame
-    await reader.waitFor((events) => events.some((e) => e.id === '61'));
+    await reader.waitFor((events) => events.some((e) => seqOfId(e.id) === 61));
     // A filtered viewer reads by kind: its first page is the first ten `keep` entries (1…19),
     // read just before the trim; the next look finds 20…35 gone and says so.
     expect(frames(reader.events)).toEqual([

@@ -94,7 +94,12 @@ describe('SqliteStore', () => {
     // The last event reuses the first one's id for other content: the whole batch is refused.
     events.push({ kind: 'k', data: 'other', id: 'e0' });
     await expect(store.appendEvents(key, events)).rejects.toMatchObject({ code: 'TW_ID_CONFLICT' });
-    expect(await store.bounds(key)).toEqual({ firstSeq: 1, lastSeq: 0, logBytes: 0 });
+    expect(await store.bounds(key)).toEqual({
+      firstSeq: 1,
+      lastSeq: 0,
+      logBytes: 0,
+      epoch: expect.stringMatching(/^[0-9a-f]{8}$/),
+    });
     expect((await store.appendEvents(key, [{ kind: 'k', data: 1 }])).seqs).toEqual([1]);
   });
 

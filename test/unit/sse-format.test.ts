@@ -152,7 +152,7 @@ describe("every dialect's frames come from the one frame writer", () => {
   });
 
   it('writes the native retry frame as before: one retry line', () => {
-    expect(text(new NativeEncoder(2000).open())).toBe('retry: 2000\n\n');
+    expect(text(new NativeEncoder(2000).open('0badcafe'))).toBe('retry: 2000\n\n');
   });
 
   it('reads back every dialect as its frames were meant, through an SSE parser', () => {
@@ -192,19 +192,21 @@ describe("every dialect's frames come from the one frame writer", () => {
 });
 
 describe('NativeEncoder', () => {
+  const epoch = '0badcafe';
   const encoder = new NativeEncoder(2000);
+  encoder.open(epoch);
 
   it('opens a stream with the retry hint and nothing else', () => {
-    expect(text(encoder.open())).toBe('retry: 2000\n\n');
-    expect(text(new NativeEncoder(350).open())).toBe('retry: 350\n\n');
+    expect(text(encoder.open(epoch))).toBe('retry: 2000\n\n');
+    expect(text(new NativeEncoder(350).open(epoch))).toBe('retry: 350\n\n');
   });
 
-  it('sends an entry as id seq, event kind and the entry as one line of JSON', () => {
+  it('sends an entry as id seq-epoch, event kind and the entry as one line of JSON', () => {
     expect(text(encoder.entry(logEntry))).toBe(
-      `event: log\ndata: ${JSON.stringify(logEntry)}\nid: 42\n\n`,
+      `event: log\ndata: ${JSON.stringify(logEntry)}\nid: 42-${epoch}\n\n`,
     );
     expect(text(encoder.entry(progressEntry))).toBe(
-      `event: progress\ndata: ${JSON.stringify(progressEntry)}\nid: 43\n\n`,
+      `event: progress\ndata: ${JSON.stringify(progressEntry)}\nid: 43-${epoch}\n\n`,
     );
   });
 
@@ -217,11 +219,17 @@ describe('NativeEncoder', () => {
   it('gives every viewer of an entry the same frame bytes', () => {
     const entry: Entry = { seq: 5, time: '2026-11-29T08:00:01.000Z', kind: 'log', text: 'x' };
     const first = encoder.entry(entry);
-    expect(new NativeEncoder(10).entry(entry)).toBe(first);
+    const another = new NativeEncoder(10);
+    another.open(epoch);
+    expect(another.entry(entry)).toBe(first);
+    // Under another epoch (renewed while the server runs) the frame is made anew, with its id.
+    const renewed = new NativeEncoder(10);
+    renewed.open('00c0ffee');
+    expect(text(renewed.entry(entry))).toContain('\nid: 5-00c0ffee\n');
   });
 
   it('sends a cursor frame as the id of the filtered entry with an empty object', () => {
-    expect(text(encoder.cursor(44))).toBe('event: cursor\ndata: {}\nid: 44\n\n');
+    expect(text(encoder.cursor(44))).toBe(`event: cursor\ndata: {}\nid: 44-${epoch}\n\n`);
   });
 
   it('sends a reset gap and a retention gap without an id', () => {
@@ -295,6 +303,7 @@ function parseInChunks(bytes: Buffer, nextSize: () => number): Parsed {
 }
 
 describe('native frames read back by an SSE parser', () => {
+  const epoch = '0badcafe';
   const encoder = new NativeEncoder(2000);
   const multiByte: Entry = {
     seq: 44,
@@ -304,7 +313,7 @@ describe('native frames read back by an SSE parser', () => {
     text: '例'.repeat(20) + ' 🚀 done\r\n',
   };
   const frames = [
-    encoder.open(),
+    encoder.open(epoch),
     encoder.entry(logEntry),
     encoder.heartbeat(),
     encoder.entry(progressEntry),
@@ -318,11 +327,11 @@ describe('native frames read back by an SSE parser', () => {
   const bytes = Buffer.concat(frames.map((frame) => frame ?? Buffer.alloc(0)));
   const expected: Parsed = {
     events: [
-      { id: '42', event: 'log', data: JSON.stringify(logEntry) },
-      { id: '43', event: 'progress', data: JSON.stringify(progressEntry) },
-      { id: '45', event: 'cursor', data: '{}' },
+      { id: `42-${epoch}`, event: 'log', data: JSON.stringify(logEntry) },
+      { id: `43-${epoch}`, event: 'progress', data: JSON.stringify(progressEntry) },
+      { id: `45-${epoch}`, event: 'cursor', data: '{}' },
       { id: undefined, event: 'gap', data: '{"reason":"reset"}' },
-      { id: '44', event: 'log', data: JSON.stringify(multiByte) },
+      { id: `44-${epoch}`, event: 'log', data: JSON.stringify(multiByte) },
       { id: undefined, event: 'note', data: 'two\nlines' },
       {
         id: undefined,

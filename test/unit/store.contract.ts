@@ -1,10 +1,11 @@
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Entry, NewEvent, NewLog } from '../../src/model/entry.js';
 import { pipelineId } from '../../src/model/pipeline-id.js';
 import type { RunStatus } from '../../src/model/run.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
+import { canLease } from '../../src/store/lease.js';
 import type { Store } from '../../src/store/store.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 
@@ -61,6 +62,9 @@ async function readLogChunks(store: Store, key: StreamKey, offset: number, limit
   for (const chunk of chunks) expect(Number.isNaN(Date.parse(chunk.time))).toBe(false);
   return chunks.map(({ offset: at, size, text }) => ({ offset: at, size, text }));
 }
+
+/** A store epoch as every store makes them (docs/STORAGE.md). */
+const AN_EPOCH = expect.stringMatching(/^[0-9a-f]{8}$/) as unknown as string;
 
 export function runStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
   describe(`${name} store contract`, () => {
@@ -130,7 +134,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
 
       it('reports the bounds of a stream never written as firstSeq 1, lastSeq 0, logBytes 0', async () => {
-        const empty = { firstSeq: 1, lastSeq: 0, logBytes: 0 };
+        const empty = { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch: AN_EPOCH };
         expect(await store.bounds(topicKey('nothing-here'))).toEqual(empty);
         expect(await store.bounds(runKey('no.such.pipeline', 'no-run'))).toEqual(empty);
         expect(await all(topicKey('nothing-here'))).toEqual([]);
@@ -142,9 +146,62 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         );
       });
 
+      it('never goes back in time within a stream, even when the clock does', async () => {
+        const key = topicKey('clock');
+        await store.appendEvents(key, [event('k', 1)]);
+        const [first] = await store.readEntries(key, { afterSeq: 0, limit: 1 });
+        // The clock is set an hour back (a replica whose clock is behind, a clock stepped back).
+        const behind = Date.parse(first!.time) - 3_600_000;
+        const clock = vi.spyOn(Date, 'now').mockReturnValue(behind);
+        try {
+          await store.appendEvents(key, [event('k', 2)]);
+          await store.appendLog('p', 'r', [{ text: 'a line\n' }]);
+        } finally {
+          clock.mockRestore();
+        }
+        const entries = await store.readEntries(key, { afterSeq: 0, limit: 5 });
+        expect(entries.map((entry) => entry.time)).toEqual([first!.time, first!.time]);
+        // A stream with no entries before takes the clock as it is.
+        const [line] = await store.readEntries(runKey('p', 'r'), {
+          afterSeq: 0,
+          limit: 5,
+          kinds: ['log'],
+        });
+        expect(Date.parse(line!.time)).toBe(behind);
+      });
+
+      it("carries the store's epoch in every stream's bounds, written or not", async () => {
+        await store.appendEvents(topicKey('t'), [event('k', 1)]);
+        const { epoch } = await store.bounds(topicKey('t'));
+        expect(epoch).toMatch(/^[0-9a-f]{8}$/);
+        expect((await store.bounds(topicKey('never-written'))).epoch).toBe(epoch);
+        await store.putRun('p', 'r', { status: 'running' });
+        expect((await store.bounds(runKey('p', 'r'))).epoch).toBe(epoch);
+        expect((await store.bounds(FEED)).epoch).toBe(epoch);
+      });
+
+      it('gives the database a new epoch on renewEpoch, and keeps every entry and counter', async () => {
+        const key = topicKey('t');
+        await store.appendEvents(key, [event('k', 1), event('k', 2)]);
+        const before = await store.bounds(key);
+        const entries = await all(key);
+        const renewed = await store.renewEpoch();
+        expect(renewed).toMatch(/^[0-9a-f]{8}$/);
+        expect(renewed).not.toBe(before.epoch);
+        expect(await store.bounds(key)).toEqual({ ...before, epoch: renewed });
+        expect((await store.bounds(topicKey('other'))).epoch).toBe(renewed);
+        expect(await all(key)).toEqual(entries);
+        expect((await store.appendEvents(key, [event('k', 3)])).seqs).toEqual([3]);
+      });
+
       it('reports the bounds of a written stream as firstSeq 1 and its newest seq', async () => {
         await store.appendEvents(topicKey('t'), [event('k', 1), event('k', 2)]);
-        expect(await store.bounds(topicKey('t'))).toEqual({ firstSeq: 1, lastSeq: 2, logBytes: 0 });
+        expect(await store.bounds(topicKey('t'))).toEqual({
+          firstSeq: 1,
+          lastSeq: 2,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
       });
     });
 
@@ -199,7 +256,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         await store.appendEvents(key, [event('k', 'before')]);
         await expect(store.appendEvents(key, [event('k', 'first'), broken])).rejects.toThrow();
         expect(await dataOf(key)).toEqual(['before']);
-        expect(await store.bounds(key)).toEqual({ firstSeq: 1, lastSeq: 1, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 1,
+          lastSeq: 1,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect((await store.appendEvents(key, [event('k', 'after')])).seqs).toEqual([2]);
       });
 
@@ -250,6 +312,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          epoch: AN_EPOCH,
         });
         expect(await store.bounds(FEED)).toEqual(feedBefore);
       });
@@ -912,8 +975,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          epoch: AN_EPOCH,
         });
-        expect(await store.bounds(FEED)).toEqual({ firstSeq: 1, lastSeq: 0, logBytes: 0 });
+        expect(await store.bounds(FEED)).toEqual({
+          firstSeq: 1,
+          lastSeq: 0,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
       });
 
       it('keeps cancelRequested when the run later changes status', async () => {
@@ -950,7 +1019,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           removed: 6,
           firstSeq: 7,
         });
-        expect(await store.bounds(key)).toEqual({ firstSeq: 7, lastSeq: 10, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 7,
+          lastSeq: 10,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect(await seqsOf(key)).toEqual([7, 8, 9, 10]);
         expect(await dataOf(key)).toEqual([7, 8, 9, 10]);
       });
@@ -968,7 +1042,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           removed: 3,
           firstSeq: 4,
         });
-        expect(await store.bounds(key)).toEqual({ firstSeq: 4, lastSeq: 5, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 4,
+          lastSeq: 5,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect(await dataOf(key)).toEqual([4, 5]);
       });
 
@@ -980,7 +1059,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           removed: 5,
           firstSeq: 6,
         });
-        expect(await store.bounds(key)).toEqual({ firstSeq: 6, lastSeq: 5, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 6,
+          lastSeq: 5,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect(await all(key)).toEqual([]);
       });
 
@@ -1040,7 +1124,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           removed: 0,
           firstSeq: 8,
         });
-        expect(await store.bounds(key)).toEqual({ firstSeq: 8, lastSeq: 10, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 8,
+          lastSeq: 10,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect(await seqsOf(key)).toEqual([8, 9, 10]);
       });
 
@@ -1054,8 +1143,18 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
 
         expect(await fill(partly, 2, 7)).toEqual([7, 8]);
         expect(await fill(wholly, 2, 7)).toEqual([7, 8]);
-        expect(await store.bounds(partly)).toEqual({ firstSeq: 5, lastSeq: 8, logBytes: 0 });
-        expect(await store.bounds(wholly)).toEqual({ firstSeq: 7, lastSeq: 8, logBytes: 0 });
+        expect(await store.bounds(partly)).toEqual({
+          firstSeq: 5,
+          lastSeq: 8,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
+        expect(await store.bounds(wholly)).toEqual({
+          firstSeq: 7,
+          lastSeq: 8,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         expect(await dataOf(partly)).toEqual([5, 6, 7, 8]);
         expect(await dataOf(wholly)).toEqual([7, 8]);
         // A later trim counts from the new end.
@@ -1112,6 +1211,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          epoch: AN_EPOCH,
         });
         expect(await seqsOf(topicKey('prices'))).toEqual([1, 2, 3]);
         // It can still be written later, from seq 1.
@@ -1167,7 +1267,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           removed: 23_500,
           firstSeq: 23_501,
         });
-        expect(await store.bounds(key)).toEqual({ firstSeq: 23_501, lastSeq: 25_000, logBytes: 0 });
+        expect(await store.bounds(key)).toEqual({
+          firstSeq: 23_501,
+          lastSeq: 25_000,
+          logBytes: 0,
+          epoch: AN_EPOCH,
+        });
         const first = await store.readEntries(key, { afterSeq: 0, limit: 2 });
         expect(first.map((entry) => entry.data)).toEqual([23_501, 23_502]);
         expect(await store.readEntries(key, { afterSeq: 24_998, limit: 10 })).toHaveLength(2);
@@ -1188,6 +1293,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 6,
           lastSeq: 8,
           logBytes: 0,
+          epoch: AN_EPOCH,
         });
         expect(await seqsOf(topicKey('prices'))).toEqual([6, 7, 8]);
         expect(await allTopics(store)).toEqual(['prices']);
@@ -1375,13 +1481,20 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         const run = await store.getRun('p', 'r');
         const entries = await all(runKey('p', 'r'));
         const feed = await all(FEED);
+        const epochBefore = (await store.bounds(topicKey('t'))).epoch;
         await store.close();
 
         store = await reopen();
         expect(await store.getRun('p', 'r')).toEqual(run);
         expect(await all(runKey('p', 'r'))).toEqual(entries);
         expect(await all(FEED)).toEqual(feed);
-        expect(await store.bounds(topicKey('t'))).toEqual({ firstSeq: 1, lastSeq: 2, logBytes: 0 });
+        // The same database, so the same epoch: cursors handed out before stay good.
+        expect(await store.bounds(topicKey('t'))).toEqual({
+          firstSeq: 1,
+          lastSeq: 2,
+          logBytes: 0,
+          epoch: epochBefore,
+        });
         expect(await readLogChunks(store, runKey('p', 'r'), -1, 100)).toEqual([
           { offset: 0, size: 9, text: '例 line\n' },
         ]);
@@ -1466,9 +1579,60 @@ export function runReplicaStoreContract(
             batches[batch]!.map((event) => event.data),
           );
         });
-        expect(await b.bounds(key)).toEqual({ firstSeq: 1, lastSeq: total, logBytes: 0 });
+        expect(await b.bounds(key)).toEqual({
+          firstSeq: 1,
+          lastSeq: total,
+          logBytes: 0,
+          epoch: (await a.bounds(key)).epoch,
+        });
       },
     );
+
+    it('hand a lease to one of them at a time, and to another once its holder releases it', async () => {
+      const { a, b } = await twoReplicas();
+      if (!canLease(a) || !canLease(b)) throw new Error('a shared store must hand out leases');
+      const held = await a.tryLease('source:iceberg');
+      expect(held).toBeDefined();
+      expect(await b.tryLease('source:iceberg')).toBeUndefined();
+      expect(await a.tryLease('source:iceberg')).toBeUndefined();
+      // Another name is another lease.
+      const retention = await b.tryLease('retention');
+      expect(retention).toBeDefined();
+      await held!.release();
+      const taken = await b.tryLease('source:iceberg');
+      expect(taken).toBeDefined();
+      await taken!.release();
+      await retention!.release();
+    });
+
+    it("share the database's epoch, and a replica opened after renewEpoch reads the new one", async () => {
+      const { a, b } = await twoReplicas();
+      const key = topicKey('t');
+      await a.appendEvents(key, [ev(1)]);
+      expect((await b.bounds(key)).epoch).toBe((await a.bounds(key)).epoch);
+      const renewed = await a.renewEpoch();
+      const c = await subject.open();
+      expect((await c.bounds(key)).epoch).toBe(renewed);
+      expect((await c.bounds(key)).lastSeq).toBe(1);
+    });
+
+    it('count every first run of a new pipeline when they race, whichever replica creates the pipeline', async () => {
+      const { a, b } = await twoReplicas();
+      for (const pipeline of ['new.one', 'new.two', 'new.three']) {
+        const results = await Promise.allSettled(
+          Array.from({ length: 12 }, (_, i) =>
+            (i % 2 === 0 ? a : b).appendLog(pipeline, `run-${i}`, [{ text: `first ${i}\n` }]),
+          ),
+        );
+        expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+      }
+      const pipelines = await allPipelines(b);
+      expect(pipelines.map((p) => [p.fqn, p.runs]).sort()).toEqual([
+        ['new.one', 12],
+        ['new.three', 12],
+        ['new.two', 12],
+      ]);
+    });
 
     it('create a run once when both append to it first, and keep its log offsets contiguous', async () => {
       const { a, b } = await twoReplicas();
@@ -1579,7 +1743,12 @@ export function runReplicaStoreContract(
       ]);
       expect(fromA.removed + fromB.removed).toBe(24_000);
       expect([fromA.firstSeq, fromB.firstSeq]).toEqual([24_001, 24_001]);
-      expect(await b.bounds(key)).toEqual({ firstSeq: 24_001, lastSeq: 25_000, logBytes: 0 });
+      expect(await b.bounds(key)).toEqual({
+        firstSeq: 24_001,
+        lastSeq: 25_000,
+        logBytes: 0,
+        epoch: AN_EPOCH,
+      });
       expect((await a.readEntries(key, { afterSeq: 0, limit: 1 }))[0]?.data).toBe(24_001);
     });
   });

@@ -42,10 +42,10 @@ export function useTail(
   // own events arrive, without a render of the old state in between.
   const current = `${generation}:${key}`;
   const [reported, setReported] = useState<{ of: string; state: ConnectionState } | null>(null);
-  const cursor = useRef<{ key: string; seq: number } | null>(null);
+  const cursor = useRef<{ key: string; after: string } | null>(null);
 
   // The latest options, tail function and handler, without reopening the stream when they change.
-  const open = useEffectEvent((signal: AbortSignal, after: number | undefined) =>
+  const open = useEffectEvent((signal: AbortSignal, after: string | undefined) =>
     tailFn({ ...options, ...(after === undefined ? {} : { after }), signal }),
   );
   const deliver = useEffectEvent((event: TailEvent) => onEvent(event));
@@ -53,7 +53,7 @@ export function useTail(
   useEffect(() => {
     const controller = new AbortController();
     const report = (state: ConnectionState) => setReported({ of: current, state });
-    const after = cursor.current?.key === key ? cursor.current.seq : undefined;
+    const after = cursor.current?.key === key ? cursor.current.after : undefined;
     void (async () => {
       try {
         for await (const event of open(controller.signal, after)) {
@@ -71,7 +71,7 @@ export function useTail(
                 : { of: current, state: { phase: 'live' } },
             );
           }
-          if (event.type === 'entry') cursor.current = { key, seq: event.entry.seq };
+          if (event.type === 'entry') cursor.current = { key, after: event.cursor };
           deliver(event);
           if (event.type === 'end') return;
         }

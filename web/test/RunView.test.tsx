@@ -84,7 +84,7 @@ describe('RunView', () => {
     );
     fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
     await waitFor(() => expect(fake.calls).toHaveLength(2));
-    expect(fake.calls[1]).toMatchObject({ target: { pipeline: 'p', runId: 'r' }, after: 2 });
+    expect(fake.calls[1]).toMatchObject({ target: { pipeline: 'p', runId: 'r' }, after: '2' });
     act(() => {
       fake.push({ type: 'open' });
       lines(fake, 6, 6);

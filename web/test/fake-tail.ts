@@ -52,7 +52,7 @@ export function fakeTail(): FakeTail {
         time: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(),
         ...partial,
       };
-      enqueue({ type: 'entry', entry, json: JSON.stringify(entry) });
+      enqueue({ type: 'entry', entry, json: JSON.stringify(entry), cursor: String(entry.seq) });
     },
     fail: (error) => enqueue({ type: 'fail', error }),
     finish: () => enqueue({ type: 'finish' }),
