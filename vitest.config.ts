@@ -20,6 +20,8 @@ const BACKEND_SUITES = [
   'test/unit/retention.test.ts',
   'test/unit/trust-proxy.test.ts',
   'test/unit/log-text-nul.test.ts',
+  'test/unit/auth.test.ts',
+  'test/unit/auth-streams.test.ts',
 ];
 
 export default defineConfig({

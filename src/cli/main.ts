@@ -8,6 +8,7 @@ import { runCommandLine } from './run.js';
 import { runsCommand } from './runs.js';
 import { serveCommand } from './serve.js';
 import { tailCommand } from './tail.js';
+import { tokenCommand } from './token.js';
 
 /** Errors a user can act on are printed as one line, never as a stack trace. */
 function reportAndExit(error: unknown): never {
@@ -57,6 +58,7 @@ export async function main(argv: string[]): Promise<void> {
     .description('Live, durable log and event streaming for pipeline runs.')
     .exitOverride();
   serveCommand(program);
+  tokenCommand(program);
   runCommandLine(program);
   tailCommand(program);
   publishCommand(program);

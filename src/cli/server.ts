@@ -11,6 +11,7 @@ import { RetentionLoop } from '../store/retention.js';
 import { Leadership } from '../engine/leader.js';
 import type { LedTask } from '../engine/leader.js';
 import { canLease } from '../store/lease.js';
+import { authEnabled } from '../http/token-verifier.js';
 import { openBus, openStore, schemeOf, storeSpec } from './backends.js';
 import type { Store } from '../store/store.js';
 
@@ -50,9 +51,9 @@ export async function startServer(
   settings: Settings,
   options: StartOptions = {},
 ): Promise<RunningServer> {
-  if (!LOOPBACK.test(settings.host) && !settings.insecure) {
+  if (!LOOPBACK.test(settings.host) && !settings.insecure && !authEnabled(settings)) {
     throw new SettingsError(
-      `host: refusing to listen on ${settings.host} without authentication; pass --insecure to do it anyway.`,
+      `host: refusing to listen on ${settings.host} without authentication; set authSecret (or a public key, docs/SECURITY.md), or pass --insecure to do it anyway.`,
     );
   }
   const store = await openStore(settings);

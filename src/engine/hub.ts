@@ -43,6 +43,8 @@ export interface SubscribeRequest {
   encoder: FrameEncoder;
   /** Who asks (a remote address): each client holds at most maxStreamsPerClient streams. */
   client?: string | undefined;
+  /** When the viewer's token expires (ms since the epoch): `end tokenExpired` then. */
+  expiresAt?: number | undefined;
 }
 
 const RETRY_AFTER = { 'Retry-After': '5' };
@@ -169,6 +171,7 @@ export class Hub {
         {
           maxStreamBytes: this.settings.maxStreamBytes,
           maxPendingBytes: this.settings.maxPendingBytesPerViewer,
+          expiresAt: request.expiresAt,
         },
         now,
         client,

@@ -15,6 +15,8 @@ export type SubscriptionMode = 'paging' | 'live' | 'closed';
 export interface SubscriptionLimits {
   maxStreamBytes: number;
   maxPendingBytes: number;
+  /** When the viewer's token stops being valid (ms since the epoch): the stream ends then. */
+  expiresAt?: number | undefined;
 }
 
 /**
@@ -55,6 +57,11 @@ export class Subscription {
 
   get closed(): boolean {
     return this.mode === 'closed';
+  }
+
+  /** Whether the viewer's token has expired by `now`. */
+  tokenExpired(now: number): boolean {
+    return this.limits.expiresAt !== undefined && now >= this.limits.expiresAt;
   }
 
   /** Past its pending-byte cap the viewer must stop taking live pushes. */

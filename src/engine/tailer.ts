@@ -401,7 +401,10 @@ export class Tailer {
     const maxDurationMs = this.settings.maxStreamSeconds * 1000;
     for (const subscription of [...this.subscriptions]) {
       const end = subscription.mode === 'live' ? this.streamEnd(now, subscription) : undefined;
-      if (now - subscription.openedAt >= maxDurationMs) {
+      if (subscription.tokenExpired(now)) {
+        // The client comes back with a fresh token and its cursor (docs/API.md, "Streaming").
+        subscription.end(this.endInfo('tokenExpired', subscription), now);
+      } else if (now - subscription.openedAt >= maxDurationMs) {
         subscription.end(this.endInfo('maxDuration', subscription), now);
       } else if (end) {
         subscription.end(end, now);

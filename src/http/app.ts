@@ -4,6 +4,9 @@ import { appendRoutes } from './append.js';
 import { registerBodyParsers } from './body.js';
 import { limitConnectionsPerClient } from './client-connections.js';
 import { isTrustedProxy, trustedProxies } from './trusted-proxies.js';
+import { registerAuth } from './auth.js';
+import { requestForLog } from './log-redaction.js';
+import { tokenVerifier } from './token-verifier.js';
 import type { AppDeps } from './deps.js';
 import { clientErrorHandler, registerErrorHandling, routerErrorOptions } from './errors.js';
 import { healthRoutes } from './health.js';
@@ -38,7 +41,9 @@ export async function buildApp(
     // Behind a trusted proxy, request.ip is the client X-Forwarded-For names (per-client limits).
     trustProxy: proxies.length > 0 ? proxies : false,
     logger:
-      !options.logLevel || options.logLevel === 'silent' ? false : { level: options.logLevel },
+      !options.logLevel || options.logLevel === 'silent'
+        ? false
+        : { level: options.logLevel, serializers: { req: requestForLog } },
     logController: new LogController({ disableRequestLogging: true }),
     // Idle keep-alive sockets close at once on shutdown; open streams are ended by the Hub.
     forceCloseConnections: 'idle',
@@ -60,6 +65,7 @@ export async function buildApp(
   registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
   registerOriginPolicy(app, settings);
+  registerAuth(app, tokenVerifier(settings));
   registerSecurityHeaders(app);
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);

@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import { formatStreamCursor } from '../model/cursor.js';
+import { pipelineResource } from '../model/scopes.js';
+import { mayRead } from './auth.js';
 import type { Entry } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
@@ -114,9 +116,14 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
 
   app.get('/api/v1/runs/stream', async (request, reply) => {
     const pipelines = parseList(request.query as Query, 'pipeline');
+    const pipelineOf = (entry: Entry) => (entry.data as { pipeline?: string }).pipeline ?? '';
+    // The feed shows a token only the runs of pipelines it may read.
+    const readable = (entry: Entry) => mayRead(request, pipelineResource(pipelineOf(entry)));
     const where = pipelines
-      ? (entry: Entry) => pipelines.includes((entry.data as { pipeline?: string }).pipeline ?? '')
-      : undefined;
+      ? (entry: Entry) => pipelines.includes(pipelineOf(entry)) && readable(entry)
+      : request.tokenHolder
+        ? readable
+        : undefined;
     await stream(request, reply, topicKey(RUNS_FEED_TOPIC), where);
   });
 }

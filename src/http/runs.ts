@@ -1,3 +1,5 @@
+import { pipelineResource, topicResource } from '../model/scopes.js';
+import { mayRead } from './auth.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
@@ -69,13 +71,16 @@ export async function runRoutes(
   app.get('/api/v1/pipelines', async (request) => {
     const page = pageParams(request.query as Query, { default: 100, max: 1000 });
     const { items, next } = await store.listPipelines(page);
-    return { pipelines: items, ...(next === undefined ? {} : { next }) };
+    // A token sees only what it may read; it must not learn the rest exists.
+    const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.fqn)));
+    return { pipelines, ...(next === undefined ? {} : { next }) };
   });
 
   app.get('/api/v1/topics', async (request) => {
     const page = pageParams(request.query as Query, { default: 100, max: 1000 });
     const { items, next } = await store.listTopics(page);
-    return { topics: items, ...(next === undefined ? {} : { next }) };
+    const topics = items.filter((topic) => mayRead(request, topicResource(topic)));
+    return { topics, ...(next === undefined ? {} : { next }) };
   });
 
   app.get('/api/v1/pipelines/:fqn/runs', async (request) => {

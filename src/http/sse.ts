@@ -115,7 +115,9 @@ export async function streamTo(
   filter: SubscribeRequest['filter'],
   encoder: FrameEncoder,
 ): Promise<void> {
-  await hub.subscribe({ key, start, filter, encoder, client: reply.request.ip }, () => {
+  const { ip: client, tokenHolder } = reply.request;
+  const expiresAt = tokenHolder?.expiresAt;
+  await hub.subscribe({ key, start, filter, encoder, client, expiresAt }, () => {
     reply.hijack();
     return new HttpViewerTransport(reply.raw);
   });

@@ -10,6 +10,10 @@ export const ERROR_STATUS = {
   TW_BAD_CURSOR: 400,
   TW_BAD_QUERY: 400,
   TW_RESERVED_KIND: 400,
+  /** No token, or one that is malformed, forged, expired or not yet valid (docs/SECURITY.md). */
+  TW_UNAUTHENTICATED: 401,
+  /** A valid token without the scope the request needs. */
+  TW_FORBIDDEN: 403,
   /** The request's Origin is not the server's own nor an allowed one (cross-site requests). */
   TW_FORBIDDEN_ORIGIN: 403,
   TW_NOT_FOUND: 404,

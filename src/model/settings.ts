@@ -26,6 +26,17 @@ export const settingsSchema = z.strictObject({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, "_", "." or "-"')
     .default('default'),
   insecure: z.boolean().default(false),
+  /**
+   * Authentication (docs/SECURITY.md): JWTs signed with this HS256 secret (32 bytes at least),
+   * or verified with the public key in authPublicKeyFile (PEM, RS256 or ES256) or the keys of
+   * authJwksFile (a JWKS, picked by `kid`). None set: no authentication, loopback only.
+   */
+  authSecret: z.string().default(''),
+  authPublicKeyFile: z.string().default(''),
+  authJwksFile: z.string().default(''),
+  /** When set, a token's `iss` / `aud` must be this. */
+  authIssuer: z.string().default(''),
+  authAudience: z.string().default(''),
   demo: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**

@@ -1,0 +1,125 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { TailwaterError } from '../model/errors.js';
+import type { Action } from '../model/scopes.js';
+import { allows, pipelineResource, topicResource } from '../model/scopes.js';
+import { pipelineParam, topicParam } from './params.js';
+import type { TokenHolder, VerifyToken } from './token-verifier.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified token of this request, when authentication is on. */
+    tokenHolder?: TokenHolder | undefined;
+  }
+}
+
+/** The cookie the dashboard's sign-in keeps the token in (HttpOnly, SameSite=Strict). */
+export const TOKEN_COOKIE = 'tailwater_token';
+
+/**
+ * What a route needs (docs/SECURITY.md, "Who may do what"), from its URL: a pipeline's routes
+ * (`:fqn`) and a topic's (`:topic`) need `read` to GET and `write` to change, and `admin` to
+ * DELETE; listings need any valid token and show only what it may read; health and the
+ * dashboard's files need none. Every other route needs `admin` until it says otherwise, so a
+ * route added without a rule here is closed, not open.
+ */
+type RouteNeed =
+  { kind: 'public' } | { kind: 'listing' } | { kind: 'scope'; action: Action; resource: string };
+
+const PUBLIC = new Set(['/healthz', '/readyz', '/', '/ui', '/ui/', '/ui/*']);
+const LISTINGS = new Set(['/api/v1/pipelines', '/api/v1/topics', '/api/v1/runs/stream']);
+
+function needOf(request: FastifyRequest): RouteNeed {
+  const url = request.routeOptions.url;
+  if (url !== undefined && PUBLIC.has(url)) return { kind: 'public' };
+  if (url !== undefined && LISTINGS.has(url)) return { kind: 'listing' };
+  const params = (request.params ?? {}) as { fqn?: string; topic?: string };
+  const action: Action =
+    request.method === 'DELETE'
+      ? 'admin'
+      : request.method === 'GET' || request.method === 'HEAD'
+        ? 'read'
+        : 'write';
+  if (params.fqn !== undefined) {
+    return { kind: 'scope', action, resource: pipelineResource(pipelineParam(params.fqn)) };
+  }
+  if (params.topic !== undefined) {
+    return { kind: 'scope', action, resource: topicResource(topicParam(params.topic)) };
+  }
+  return { kind: 'scope', action: 'admin', resource: '*' };
+}
+
+/**
+ * The request's token: `Authorization: Bearer`, else the `tailwater_token` cookie, else
+ * `?access_token=` (an EventSource cannot set headers). Undefined when none is given.
+ */
+export function tokenOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Bearer +(\S+) *$/i.exec(header);
+    if (!match) {
+      throw new TailwaterError(
+        'TW_UNAUTHENTICATED',
+        'The Authorization header must be "Bearer <token>".',
+        {
+          'WWW-Authenticate': 'Bearer realm="tailwater"',
+        },
+      );
+    }
+    return match[1];
+  }
+  const cookie = cookieValue(request.headers.cookie, TOKEN_COOKIE);
+  if (cookie !== undefined) return cookie;
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  const fromQuery = query['access_token'];
+  if (typeof fromQuery === 'string') return fromQuery;
+  if (Array.isArray(fromQuery)) {
+    throw new TailwaterError('TW_UNAUTHENTICATED', 'Give access_token once.', {
+      'WWW-Authenticate': 'Bearer realm="tailwater"',
+    });
+  }
+  return undefined;
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Authenticates every request that needs it and authorises it by its route, before any body is
+ * read or any stream opens: 401 without a valid token, 403 without the scope.
+ */
+export function registerAuth(app: FastifyInstance, verify: VerifyToken | undefined): void {
+  if (!verify) return;
+  app.addHook('onRequest', async (request) => {
+    const need = needOf(request);
+    if (need.kind === 'public') return;
+    const token = tokenOf(request);
+    if (token === undefined) {
+      throw new TailwaterError(
+        'TW_UNAUTHENTICATED',
+        'This server needs a token: send "Authorization: Bearer <token>" (or ?access_token= on a stream).',
+        { 'WWW-Authenticate': 'Bearer realm="tailwater"' },
+      );
+    }
+    const holder = await verify(token);
+    request.tokenHolder = holder;
+    if (need.kind === 'scope' && !allows(holder.grants, need.action, need.resource)) {
+      throw new TailwaterError(
+        'TW_FORBIDDEN',
+        need.action === 'admin'
+          ? 'This token may not do this: it needs admin.'
+          : `This token may not ${need.action} ${need.resource}.`,
+      );
+    }
+  });
+}
+
+/** Whether the request may read `resource` (always, with authentication off). */
+export function mayRead(request: FastifyRequest, resource: string): boolean {
+  return request.tokenHolder === undefined || allows(request.tokenHolder.grants, 'read', resource);
+}
