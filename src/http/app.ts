@@ -6,6 +6,7 @@ import { limitConnectionsPerClient } from './client-connections.js';
 import { isTrustedProxy, trustedProxies } from './trusted-proxies.js';
 import { registerAuth } from './auth.js';
 import { requestForLog } from './log-redaction.js';
+import { sessionRoutes } from './session.js';
 import { tokenVerifier } from './token-verifier.js';
 import type { AppDeps } from './deps.js';
 import { clientErrorHandler, registerErrorHandling, routerErrorOptions } from './errors.js';
@@ -65,7 +66,8 @@ export async function buildApp(
   registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
   registerOriginPolicy(app, settings);
-  registerAuth(app, tokenVerifier(settings));
+  const verify = tokenVerifier(settings);
+  registerAuth(app, verify, settings.authFailuresPerMinute);
   registerSecurityHeaders(app);
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);
@@ -78,6 +80,7 @@ export async function buildApp(
   await app.register(zenmlRoutes, deps);
   await app.register(freightRoutes, deps);
   await app.register(icebergRoutes, deps);
+  await app.register(sessionRoutes, { verify });
   await app.register(dashboardRoutes, { webRoot: options.webRoot });
   return app;
 }

@@ -3,12 +3,22 @@ import { TailwaterError } from '../model/errors.js';
 import type { Action } from '../model/scopes.js';
 import { allows, pipelineResource, topicResource } from '../model/scopes.js';
 import { pipelineParam, topicParam } from './params.js';
+import { AuthFailures } from './auth-failures.js';
 import type { TokenHolder, VerifyToken } from './token-verifier.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The verified token of this request, when authentication is on. */
     tokenHolder?: TokenHolder | undefined;
+  }
+  interface FastifyContextConfig {
+    /**
+     * The resource a route acts on, for a route whose URL does not name it (a ZenML run id, a
+     * Freight deploy): looked up after the token is verified, before any body is read.
+     */
+    resource?: (request: FastifyRequest) => Promise<string> | string;
+    /** Any valid token may call it; the route shows only what the token may read. */
+    listing?: boolean;
   }
 }
 
@@ -26,19 +36,24 @@ type RouteNeed =
   { kind: 'public' } | { kind: 'listing' } | { kind: 'scope'; action: Action; resource: string };
 
 const PUBLIC = new Set(['/healthz', '/readyz', '/', '/ui', '/ui/', '/ui/*']);
-const LISTINGS = new Set(['/api/v1/pipelines', '/api/v1/topics', '/api/v1/runs/stream']);
+const LISTINGS = new Set([
+  '/api/v1/pipelines',
+  '/api/v1/topics',
+  '/api/v1/runs/stream',
+  // Who is signed in: any valid token may ask about itself.
+  '/api/v1/session',
+]);
 
-function needOf(request: FastifyRequest): RouteNeed {
+function needOf(request: FastifyRequest): RouteNeed | 'declared' {
   const url = request.routeOptions.url;
+  const config = request.routeOptions.config;
   if (url !== undefined && PUBLIC.has(url)) return { kind: 'public' };
-  if (url !== undefined && LISTINGS.has(url)) return { kind: 'listing' };
+  // Signing in and out checks the token itself (session.ts).
+  if (url === '/api/v1/session' && request.method !== 'GET') return { kind: 'public' };
+  if ((url !== undefined && LISTINGS.has(url)) || config?.listing) return { kind: 'listing' };
+  if (config?.resource) return 'declared';
   const params = (request.params ?? {}) as { fqn?: string; topic?: string };
-  const action: Action =
-    request.method === 'DELETE'
-      ? 'admin'
-      : request.method === 'GET' || request.method === 'HEAD'
-        ? 'read'
-        : 'write';
+  const action = actionOf(request.method);
   if (params.fqn !== undefined) {
     return { kind: 'scope', action, resource: pipelineResource(pipelineParam(params.fqn)) };
   }
@@ -46,6 +61,12 @@ function needOf(request: FastifyRequest): RouteNeed {
     return { kind: 'scope', action, resource: topicResource(topicParam(params.topic)) };
   }
   return { kind: 'scope', action: 'admin', resource: '*' };
+}
+
+/** Reading is GET; deleting needs admin; anything else changes something. */
+function actionOf(method: string): Action {
+  if (method === 'DELETE') return 'admin';
+  return method === 'GET' || method === 'HEAD' ? 'read' : 'write';
 }
 
 /**
@@ -93,11 +114,24 @@ function cookieValue(header: string | undefined, name: string): string | undefin
  * Authenticates every request that needs it and authorises it by its route, before any body is
  * read or any stream opens: 401 without a valid token, 403 without the scope.
  */
-export function registerAuth(app: FastifyInstance, verify: VerifyToken | undefined): void {
+export function registerAuth(
+  app: FastifyInstance,
+  verify: VerifyToken | undefined,
+  failuresPerMinute: number,
+): void {
   if (!verify) return;
+  const failures = new AuthFailures(failuresPerMinute);
   app.addHook('onRequest', async (request) => {
-    const need = needOf(request);
-    if (need.kind === 'public') return;
+    const found = needOf(request);
+    if (found !== 'declared' && found.kind === 'public') return;
+    const wait = failures.retryAfter(request.ip);
+    if (wait > 0) {
+      throw new TailwaterError(
+        'TW_TOO_MANY_AUTH_FAILURES',
+        `Too many failed authentications from this address; retry in ${wait} s.`,
+        { 'Retry-After': String(wait) },
+      );
+    }
     const token = tokenOf(request);
     if (token === undefined) {
       throw new TailwaterError(
@@ -106,17 +140,42 @@ export function registerAuth(app: FastifyInstance, verify: VerifyToken | undefin
         { 'WWW-Authenticate': 'Bearer realm="tailwater"' },
       );
     }
-    const holder = await verify(token);
-    request.tokenHolder = holder;
-    if (need.kind === 'scope' && !allows(holder.grants, need.action, need.resource)) {
-      throw new TailwaterError(
-        'TW_FORBIDDEN',
-        need.action === 'admin'
-          ? 'This token may not do this: it needs admin.'
-          : `This token may not ${need.action} ${need.resource}.`,
-      );
+    // A token that does not verify counts against its address (a request with none does not:
+    // it guesses nothing).
+    let holder: TokenHolder;
+    try {
+      holder = await verify(token);
+    } catch (error) {
+      failures.record(request.ip);
+      throw error;
     }
+    request.tokenHolder = holder;
+    await authorize(request, found, holder);
   });
+}
+
+/** 403 unless the token's grants allow what the route needs. */
+async function authorize(
+  request: FastifyRequest,
+  found: RouteNeed | 'declared',
+  holder: TokenHolder,
+): Promise<void> {
+  const need: RouteNeed =
+    found === 'declared'
+      ? {
+          kind: 'scope',
+          action: actionOf(request.method),
+          resource: await request.routeOptions.config.resource!(request),
+        }
+      : found;
+  if (need.kind === 'scope' && !allows(holder.grants, need.action, need.resource)) {
+    throw new TailwaterError(
+      'TW_FORBIDDEN',
+      need.action === 'admin'
+        ? 'This token may not do this: it needs admin.'
+        : `This token may not ${need.action} ${need.resource}.`,
+    );
+  }
 }
 
 /** Whether the request may read `resource` (always, with authentication off). */

@@ -8,8 +8,9 @@ import { TAILWATER_VERSION } from '../model/version.js';
 import type { Run } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey } from '../model/stream-key.js';
+import { pipelineResource } from '../model/scopes.js';
 import type { Store } from '../store/store.js';
-import type { BodyConfig } from './body.js';
+import { mayRead } from './auth.js';
 import type { AppDeps } from './deps.js';
 import type { ErrorBody } from './errors.js';
 import { registerErrorHandler } from './errors.js';
@@ -117,7 +118,13 @@ async function recentRuns(store: Store, run: Run): Promise<Run[]> {
 const MAX_PIPELINES_LISTED = 10_000;
 
 /** Freight's apps: every pipeline named `{app}.{env}`, grouped by app, sorted by name. */
-async function listApps(store: Store, name: string | undefined, log: FastifyRequest['log']) {
+async function listApps(
+  store: Store,
+  name: string | undefined,
+  log: FastifyRequest['log'],
+  /** Whether the token may read the pipeline: apps it may not read are left out. */
+  readable: (fqn: string) => boolean,
+) {
   const environments = new Map<string, string[]>();
   let after: string | undefined;
   let read = 0;
@@ -125,7 +132,7 @@ async function listApps(store: Store, name: string | undefined, log: FastifyRequ
     const page = await store.listPipelines({ after, limit: 1000 });
     for (const pipeline of page.items) {
       const parts = appOf(pipeline.fqn);
-      if (!parts || (name !== undefined && parts.app !== name)) continue;
+      if (!parts || (name !== undefined && parts.app !== name) || !readable(pipeline.fqn)) continue;
       const envs = environments.get(parts.app) ?? [];
       envs.push(parts.environment);
       environments.set(parts.app, envs);
@@ -148,13 +155,14 @@ export async function freightRoutes(app: FastifyInstance, deps: AppDeps): Promis
   // What Freight's UI reads before it shows any page: its config, and the apps (a deploy page
   // looks its app up in that list).
   for (const slash of ['/', '']) {
-    app.get(`${FREIGHT_PREFIX}/config${slash}`, async () => ({
+    app.get(`${FREIGHT_PREFIX}/config${slash}`, { config: { listing: true } }, async () => ({
       SENTRY_PUBLIC_DSN: null,
       VERSION: TAILWATER_VERSION,
     }));
-    app.get(`${FREIGHT_PREFIX}/apps${slash}`, async (request) => {
+    app.get(`${FREIGHT_PREFIX}/apps${slash}`, { config: { listing: true } }, async (request) => {
       const name = (request.query as Query)['name'];
-      return listApps(store, typeof name === 'string' ? name : undefined, request.log);
+      const readable = (fqn: string) => mayRead(request, pipelineResource(fqn));
+      return listApps(store, typeof name === 'string' ? name : undefined, request.log, readable);
     });
   }
 
@@ -193,18 +201,30 @@ export async function freightRoutes(app: FastifyInstance, deps: AppDeps): Promis
       .send(Readable.from(pageJson(store, key, page)));
   };
 
+  // The deploy's pipeline, which a token's scope is checked against (auth.ts): named by the
+  // path, or found by the deploy's id.
+  const resource = async (request: FastifyRequest) => {
+    const params = request.params as DeployParams;
+    if (params.id === undefined) {
+      return pipelineResource(
+        pipelineParam(deployRun(params.app!, params.env!, params.number!).pipeline),
+      );
+    }
+    return pipelineResource((await deployOf(store, params)).pipeline);
+  };
   const cancelRoute = {
     bodyLimit: 1024,
-    config: { json: { maxDepth: 2, maxValues: 8 } } satisfies BodyConfig,
+    config: { json: { maxDepth: 2, maxValues: 8 }, resource },
   };
+  const readRoute = { config: { resource } };
   // The deploy by {app}/{env}/{number} (and its older /tasks/ alias), or by one id.
   for (const resource of ['deploys', 'tasks']) {
     for (const name of [':app/:env/:number', ':id']) {
       for (const slash of ['/', '']) {
         const path = `${FREIGHT_PREFIX}/${resource}/${name}`;
-        app.get(`${path}${slash}`, details);
+        app.get(`${path}${slash}`, readRoute, details);
         app.put(`${path}${slash}`, cancelRoute, cancel);
-        app.get(`${path}/log${slash}`, log);
+        app.get(`${path}/log${slash}`, readRoute, log);
       }
     }
   }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FrameEncoder, GapInfo } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import type { Entry } from '../model/entry.js';
+import { topicResource } from '../model/scopes.js';
 import { RAW_DATA } from '../model/entry.js';
 import { SERVER_ID_PREFIX } from '../model/names.js';
 import { topicKey } from '../model/stream-key.js';
@@ -79,7 +80,8 @@ export async function icebergRoutes(
   app: FastifyInstance,
   { hub, settings }: AppDeps,
 ): Promise<void> {
-  app.get(`${ICEBERG_PREFIX}/events`, async (request, reply) => {
+  const resource = () => topicResource(settings.icebergTopic);
+  app.get(`${ICEBERG_PREFIX}/events`, { config: { resource } }, async (request, reply) => {
     const key = topicKey(settings.icebergTopic);
     const resumeAfter = lastEventId(request.headers);
     const replay = settings.icebergReplayOnConnect;

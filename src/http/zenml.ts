@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
 import { RawJson } from '../model/bounded-json.js';
@@ -6,6 +6,7 @@ import type { Entry, NewEvent } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import { RESERVED_KINDS } from '../model/names.js';
+import { resourceOf } from '../model/scopes.js';
 import { runKey } from '../model/stream-key.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { batchLimits, EVENT_ENVELOPE_BYTES } from './append.js';
@@ -150,90 +151,106 @@ export async function zenmlRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       ),
   });
 
-  app.post(`${ZENML_PREFIX}/:runId/events`, batch, async (request) => {
-    const runId = (request.params as { runId: string }).runId;
-    const body = request.body as { events?: unknown } | undefined;
-    if (!body || !Array.isArray(body.events)) {
-      throw new TailwaterError('TW_BAD_REQUEST', 'The body must be {"events": [StreamEvent, …]}.');
-    }
-    if (body.events.length === 0) return { count: 0, last_id: null };
-    const events: NewEvent[] = [];
-    // One event at a time, stopping at the first bad one.
-    for (const [index, raw] of body.events.entries()) {
-      const parsed = streamEvent.safeParse(raw);
-      if (!parsed.success) {
-        throw new TailwaterError(
-          'TW_UNPROCESSABLE',
-          `events[${index}]: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
-        );
-      }
-      const event = parsed.data;
-      const payload = event.payload?.text ?? '{}';
-      if (!payload.startsWith('{')) {
-        throw new TailwaterError(
-          'TW_UNPROCESSABLE',
-          `events[${index}].payload: expected an object.`,
-        );
-      }
-      if (event.pipeline_run_id !== runId) {
+  // The run a ZenML client names is looked up across pipelines: its pipeline is what a token's
+  // scope is checked against (auth.ts).
+  const resource = async (request: FastifyRequest) =>
+    resourceOf(await keyOf((request.params as { runId: string }).runId));
+
+  app.post(
+    `${ZENML_PREFIX}/:runId/events`,
+    { ...batch, config: { ...batch.config, resource } },
+    async (request) => {
+      const runId = (request.params as { runId: string }).runId;
+      const body = request.body as { events?: unknown } | undefined;
+      if (!body || !Array.isArray(body.events)) {
         throw new TailwaterError(
           'TW_BAD_REQUEST',
-          `events[${index}]: pipeline_run_id ${event.pipeline_run_id} does not match the run ${runId}.`,
+          'The body must be {"events": [StreamEvent, …]}.',
         );
       }
-      if (RESERVED_KINDS.has(event.kind)) {
-        throw new TailwaterError(
-          'TW_RESERVED_KIND',
-          `events[${index}]: kind "${event.kind}" is reserved.`,
-        );
+      if (body.events.length === 0) return { count: 0, last_id: null };
+      const events: NewEvent[] = [];
+      // One event at a time, stopping at the first bad one.
+      for (const [index, raw] of body.events.entries()) {
+        const parsed = streamEvent.safeParse(raw);
+        if (!parsed.success) {
+          throw new TailwaterError(
+            'TW_UNPROCESSABLE',
+            `events[${index}]: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+          );
+        }
+        const event = parsed.data;
+        const payload = event.payload?.text ?? '{}';
+        if (!payload.startsWith('{')) {
+          throw new TailwaterError(
+            'TW_UNPROCESSABLE',
+            `events[${index}].payload: expected an object.`,
+          );
+        }
+        if (event.pipeline_run_id !== runId) {
+          throw new TailwaterError(
+            'TW_BAD_REQUEST',
+            `events[${index}]: pipeline_run_id ${event.pipeline_run_id} does not match the run ${runId}.`,
+          );
+        }
+        if (RESERVED_KINDS.has(event.kind)) {
+          throw new TailwaterError(
+            'TW_RESERVED_KIND',
+            `events[${index}]: kind "${event.kind}" is reserved.`,
+          );
+        }
+        // The original's second check, in its words (the whole event was checked as it came).
+        const payloadSize = Buffer.byteLength(payload, 'utf8');
+        if (payloadSize > maxEventBytes) {
+          throw new TailwaterError(
+            'TW_EVENT_TOO_LARGE',
+            `Event exceeds ${maxEventBytes} bytes (was ${payloadSize}).`,
+          );
+        }
+        const extra: Record<string, unknown> = {};
+        if (event.step_run_id != null) extra['step_run_id'] = event.step_run_id;
+        if (event.index != null) extra['index'] = event.index;
+        events.push({
+          kind: event.kind,
+          data: undefined,
+          dataJson: payload,
+          step: event.step_name ?? undefined,
+          correlationId: event.correlation_id ?? undefined,
+          extra: Object.keys(extra).length > 0 ? extra : undefined,
+        });
       }
-      // The original's second check, in its words (the whole event was checked as it came).
-      const payloadSize = Buffer.byteLength(payload, 'utf8');
-      if (payloadSize > maxEventBytes) {
-        throw new TailwaterError(
-          'TW_EVENT_TOO_LARGE',
-          `Event exceeds ${maxEventBytes} bytes (was ${payloadSize}).`,
-        );
-      }
-      const extra: Record<string, unknown> = {};
-      if (event.step_run_id != null) extra['step_run_id'] = event.step_run_id;
-      if (event.index != null) extra['index'] = event.index;
-      events.push({
-        kind: event.kind,
-        data: undefined,
-        dataJson: payload,
-        step: event.step_name ?? undefined,
-        correlationId: event.correlation_id ?? undefined,
-        extra: Object.keys(extra).length > 0 ? extra : undefined,
-      });
-    }
-    const { seqs } = await ingest.appendEvents(await keyOf(runId), events);
-    return { count: events.length, last_id: String(Math.max(...seqs)) };
-  });
+      const { seqs } = await ingest.appendEvents(await keyOf(runId), events);
+      return { count: events.length, last_id: String(Math.max(...seqs)) };
+    },
+  );
 
-  app.get(`${ZENML_PREFIX}/:runId/events/stream`, async (request, reply) => {
-    const runId = (request.params as { runId: string }).runId;
-    const query = request.query as Query;
-    const key = await keyOf(runId);
-    const start = parseStart(lastEventId(request.headers), {
-      ...(query['since'] !== undefined ? { since: query['since'] } : {}),
-    });
-    const filter = {
-      kinds: parseList(query, 'kinds'),
-      steps: parseList(query, 'step_names'),
-      correlationIds: parseList(query, 'correlation_ids'),
-    };
-    try {
-      await streamTo(hub, reply, key, start, filter, new ZenmlEncoder(runId));
-    } catch (error) {
-      if (error instanceof TailwaterError && error.code === 'TW_TOO_MANY_SUBSCRIBERS') {
-        throw new TailwaterError(
-          error.code,
-          `This pipeline run has reached the per-run subscriber cap (${settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
-          error.headers,
-        );
+  app.get(
+    `${ZENML_PREFIX}/:runId/events/stream`,
+    { config: { resource } },
+    async (request, reply) => {
+      const runId = (request.params as { runId: string }).runId;
+      const query = request.query as Query;
+      const key = await keyOf(runId);
+      const start = parseStart(lastEventId(request.headers), {
+        ...(query['since'] !== undefined ? { since: query['since'] } : {}),
+      });
+      const filter = {
+        kinds: parseList(query, 'kinds'),
+        steps: parseList(query, 'step_names'),
+        correlationIds: parseList(query, 'correlation_ids'),
+      };
+      try {
+        await streamTo(hub, reply, key, start, filter, new ZenmlEncoder(runId));
+      } catch (error) {
+        if (error instanceof TailwaterError && error.code === 'TW_TOO_MANY_SUBSCRIBERS') {
+          throw new TailwaterError(
+            error.code,
+            `This pipeline run has reached the per-run subscriber cap (${settings.maxSubscribersPerStream}); retry shortly or close an existing subscriber.`,
+            error.headers,
+          );
+        }
+        throw error;
       }
-      throw error;
-    }
-  });
+    },
+  );
 }

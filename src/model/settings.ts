@@ -37,6 +37,8 @@ export const settingsSchema = z.strictObject({
   /** When set, a token's `iss` / `aud` must be this. */
   authIssuer: z.string().default(''),
   authAudience: z.string().default(''),
+  /** Failed authentications one client address may make per minute before it gets 429. */
+  authFailuresPerMinute: positiveInt.default(30),
   demo: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**

@@ -56,6 +56,19 @@ describe('streams with authentication', () => {
     expect(seqs(resumed.events)).toEqual([3]);
   });
 
+  it('opens a ZenML stream for a token that may read the pipeline its run resolves to', async () => {
+    const t = await start();
+    await t.ingest.appendEvents({ type: 'run', pipeline: 'etl.daily', runId: 'z1' }, [
+      { kind: 'step', data: { n: 1 } },
+    ]);
+    const reader = await token({ read: ['pipeline:etl.*'] });
+    const stream = await open(
+      t,
+      `/compat/zenml/api/v1/runs/z1/events/stream?access_token=${reader}`,
+    );
+    await stream.waitFor((events) => events.some((event) => event.event === 'step'));
+  });
+
   it('shows a token only the runs feed entries of pipelines it may read', async () => {
     const t = await start();
     const reader = await token({ read: ['pipeline:etl.*'] });

@@ -280,3 +280,139 @@ describe('scopes', () => {
     });
   });
 });
+
+describe('the dashboard session', () => {
+  it('signs in with a valid token into an HttpOnly, SameSite=Strict cookie that then authenticates', async () => {
+    const t = await start();
+    const value = await token({ read: ['pipeline:etl.*'] });
+    const signIn = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      payload: { token: value },
+    });
+    expect(signIn.statusCode).toBe(204);
+    const cookie = String(signIn.headers['set-cookie']);
+    expect(cookie).toMatch(
+      /^tailwater_token=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/,
+    );
+    const maxAge = Number(/Max-Age=(\d+)/.exec(cookie)![1]);
+    expect(maxAge).toBeGreaterThan(3500);
+    expect(maxAge).toBeLessThanOrEqual(3600);
+    const sent = cookie.split(';')[0]!;
+    const who = await t.app.inject({ url: '/api/v1/session', headers: { cookie: sent } });
+    expect(who.json()).toMatchObject({
+      authentication: true,
+      grants: { read: ['pipeline:etl.*'], write: [], admin: false },
+    });
+    expect((await t.app.inject({ url: RUN, headers: { cookie: sent } })).statusCode).toBe(404);
+  });
+
+  it('refuses to sign in with a bad token, setting no cookie, and signs out by clearing it', async () => {
+    const t = await start();
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      payload: { token: 'not-a-token' },
+    });
+    expect(bad.statusCode).toBe(401);
+    expect(bad.headers['set-cookie']).toBeUndefined();
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/api/v1/session', payload: { tok: 'x' } }))
+        .statusCode,
+    ).toBe(400);
+    const out = await t.app.inject({ method: 'DELETE', url: '/api/v1/session' });
+    expect(out.statusCode).toBe(204);
+    expect(String(out.headers['set-cookie'])).toMatch(/^tailwater_token=; .*Max-Age=0$/);
+    expect((await t.app.inject({ url: '/api/v1/session' })).statusCode).toBe(401);
+  });
+
+  it('says there is no authentication when none is configured', async () => {
+    const t = await createTestApp();
+    apps.push(t);
+    expect((await t.app.inject({ url: '/api/v1/session' })).json()).toEqual({
+      authentication: false,
+    });
+  });
+});
+
+describe('the dialects with authentication', () => {
+  it("checks a ZenML run's scope against the pipeline its run id resolves to", async () => {
+    const t = await start();
+    await t.ingest.appendLog('etl.daily', 'zr1', { text: 'x\n' });
+    const stream = '/compat/zenml/api/v1/runs/zr1/events/stream';
+    const other = bearer(await token({ read: ['pipeline:ml.*'] }));
+    const refused = await t.app.inject({ url: stream, headers: other });
+    expect(refused.statusCode).toBe(403);
+    // An unknown run is filed under the zenmlPipeline setting: that is its scope.
+    const post = (headers: Record<string, string>) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/compat/zenml/api/v1/runs/new-run/events',
+        headers,
+        payload: { events: [{ pipeline_run_id: 'new-run', kind: 'k', payload: { text: '{}' } }] },
+      });
+    expect((await post(bearer(await token({ write: ['pipeline:etl.*'] })))).statusCode).toBe(403);
+    expect((await post(bearer(await token({ write: ['pipeline:zenml'] })))).statusCode).toBe(200);
+    expect(await t.store.getRun('zenml', 'new-run')).toBeDefined();
+  });
+
+  it("checks a Freight deploy's scope against pipeline {app}.{env}, and lists only readable apps", async () => {
+    const t = await start();
+    await t.ingest.appendLog('web.production', '7', { text: 'deploying\n' });
+    await t.ingest.appendLog('billing.production', '3', { text: 'deploying\n' });
+    const reader = bearer(await token({ read: ['pipeline:web.*'] }));
+    const deploy = '/compat/freight/api/0/deploys/web/production/7/';
+    expect((await t.app.inject({ url: deploy, headers: reader })).statusCode).toBe(200);
+    expect((await t.app.inject({ url: `${deploy}log/`, headers: reader })).statusCode).toBe(200);
+    const billing = '/compat/freight/api/0/deploys/billing/production/3/';
+    expect((await t.app.inject({ url: billing, headers: reader })).statusCode).toBe(403);
+    const byId = (await t.store.getRun('billing.production', '3'))!.id;
+    expect(
+      (await t.app.inject({ url: `/compat/freight/api/0/deploys/${byId}/`, headers: reader }))
+        .statusCode,
+    ).toBe(403);
+    const cancel = await t.app.inject({
+      method: 'PUT',
+      url: deploy,
+      headers: reader,
+      payload: { status: 'cancelled' },
+    });
+    expect(cancel.statusCode).toBe(403);
+    const apps = await t.app.inject({ url: '/compat/freight/api/0/apps/', headers: reader });
+    expect(apps.json<{ name: string }[]>().map((app) => app.name)).toEqual(['web']);
+  });
+
+  it("checks the Iceberg stream's scope against its topic", async () => {
+    const t = await start();
+    const refused = await t.app.inject({
+      url: '/compat/iceberg/events',
+      headers: bearer(await token({ read: ['topic:other'] })),
+    });
+    expect(refused.statusCode).toBe(403);
+  });
+});
+
+describe('failed authentications', () => {
+  it('answers an address 429 with Retry-After past authFailuresPerMinute bad tokens, even with a good one, and no other address', async () => {
+    const t = await start({ authFailuresPerMinute: 3 });
+    const good = bearer(await token({ read: ['*'] }));
+    for (let i = 0; i < 3; i += 1) {
+      expect((await t.app.inject({ url: RUN, headers: bearer(`bad-${i}`) })).statusCode).toBe(401);
+    }
+    const blocked = await t.app.inject({ url: RUN, headers: good });
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.json()).toMatchObject({ error: { code: 'TW_TOO_MANY_AUTH_FAILURES' } });
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(blocked.headers['retry-after'])).toBeLessThanOrEqual(60);
+    // Another address is not held to this one's failures.
+    const other = await t.app.inject({ url: RUN, headers: good, remoteAddress: '127.0.0.9' });
+    expect(other.statusCode).toBe(404);
+  });
+
+  it('does not count requests that carry no token', async () => {
+    const t = await start({ authFailuresPerMinute: 2 });
+    for (let i = 0; i < 5; i += 1) expect((await t.app.inject({ url: RUN })).statusCode).toBe(401);
+    const good = bearer(await token({ read: ['*'] }));
+    expect((await t.app.inject({ url: RUN, headers: good })).statusCode).toBe(404);
+  });
+});
