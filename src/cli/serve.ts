@@ -11,6 +11,8 @@ interface ServeFlags {
   data?: string;
   store?: string;
   bus?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   config?: string;
   demo?: boolean;
   insecure?: boolean;
@@ -24,6 +26,8 @@ function toSettings(flags: ServeFlags): PartialSettings {
     data: flags.data,
     store: flags.store,
     bus: flags.bus,
+    tlsCert: flags.tlsCert,
+    tlsKey: flags.tlsKey,
     demo: flags.demo,
     insecure: flags.insecure,
     logLevel: flags.logLevel as PartialSettings['logLevel'],
@@ -45,6 +49,8 @@ export function serveCommand(program: Command): void {
       '--bus <url>',
       'bus: memory (default, one process), redis://host:port, or postgres (LISTEN/NOTIFY on the store)',
     )
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
     .option('--config <file>', 'JSON config file of settings (see docs/CONFIGURATION.md)')
     .option('--demo', 'also run a sample pipeline that writes live logs and events')
     .option('--insecure', 'allow a non-loopback --host without authentication')

@@ -119,7 +119,7 @@ export async function startServer(
     hub,
     ingest,
     sources,
-    url: `http://${host}:${port}`,
+    url: `${settings.tlsCert ? 'https' : 'http'}://${host}:${port}`,
     close: () =>
       (closing ??= (async () => {
         await Promise.all(led.map((leader) => leader.stop()));

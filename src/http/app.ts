@@ -7,6 +7,8 @@ import { isTrustedProxy, trustedProxies } from './trusted-proxies.js';
 import { registerAuth } from './auth.js';
 import { requestForLog } from './log-redaction.js';
 import { sessionRoutes } from './session.js';
+import { tlsOptions } from './tls.js';
+import { limitAppendsPerToken } from './append-rate.js';
 import { tokenVerifier } from './token-verifier.js';
 import type { AppDeps } from './deps.js';
 import { clientErrorHandler, registerErrorHandling, routerErrorOptions } from './errors.js';
@@ -38,7 +40,9 @@ export async function buildApp(
   const { settings } = deps;
   const requestTimeoutMs = Math.round(settings.requestTimeoutSeconds * 1000);
   const proxies = trustedProxies(settings.trustProxy);
+  const tls = tlsOptions(settings);
   const app = Fastify({
+    ...(tls ? { https: tls } : {}),
     // Behind a trusted proxy, request.ip is the client X-Forwarded-For names (per-client limits).
     trustProxy: proxies.length > 0 ? proxies : false,
     logger:
@@ -68,6 +72,9 @@ export async function buildApp(
   registerOriginPolicy(app, settings);
   const verify = tokenVerifier(settings);
   registerAuth(app, verify, settings.authFailuresPerMinute);
+  if (verify && settings.appendsPerMinutePerToken > 0) {
+    await limitAppendsPerToken(app, settings.appendsPerMinutePerToken);
+  }
   registerSecurityHeaders(app);
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);

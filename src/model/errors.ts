@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
   /** One client (a remote address) holds as many connections or streams as it may. */
   TW_TOO_MANY_CLIENT_CONNECTIONS: 429,
   TW_TOO_MANY_CLIENT_STREAMS: 429,
+  /** One token made appendsPerMinutePerToken writes this minute. */
+  TW_TOO_MANY_APPENDS: 429,
   /** One client address failed to authenticate authFailuresPerMinute times this minute. */
   TW_TOO_MANY_AUTH_FAILURES: 429,
   TW_TOO_MANY_CONNECTIONS: 503,

@@ -37,6 +37,11 @@ export const settingsSchema = z.strictObject({
   /** When set, a token's `iss` / `aud` must be this. */
   authIssuer: z.string().default(''),
   authAudience: z.string().default(''),
+  /** TLS: the PEM certificate (chain) and private key files; both, or neither (plain HTTP). */
+  tlsCert: z.string().default(''),
+  tlsKey: z.string().default(''),
+  /** Writes one token may make per minute (0: no limit); only with authentication on. */
+  appendsPerMinutePerToken: z.number().int().nonnegative().default(0),
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMinute: positiveInt.default(30),
   demo: z.boolean().default(false),

@@ -416,3 +416,34 @@ describe('failed authentications', () => {
     expect((await t.app.inject({ url: RUN, headers: good })).statusCode).toBe(404);
   });
 });
+
+describe('writes per token', () => {
+  it('answers a token past appendsPerMinutePerToken writes 429 with Retry-After, another token and reads unaffected', async () => {
+    const t = await start({ appendsPerMinutePerToken: 3 });
+    const sign = (sub: string) =>
+      new SignJWT({ tailwater: { read: ['*'], write: ['*'] } })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(sub)
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(SECRET));
+    const [busy, calm] = [bearer(await sign('busy-job')), bearer(await sign('calm-job'))];
+    const append = (headers: Record<string, string>) =>
+      t.app.inject({
+        method: 'POST',
+        url: `${RUN}/logs`,
+        headers: { ...headers, 'content-type': 'text/plain' },
+        payload: 'line\n',
+      });
+    for (let i = 0; i < 3; i += 1) expect((await append(busy)).statusCode).toBe(200);
+    const limited = await append(busy);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ error: { code: 'TW_TOO_MANY_APPENDS' } });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await append(calm)).statusCode).toBe(200);
+    expect((await t.app.inject({ url: RUN, headers: busy })).statusCode).toBe(200);
+    // What was refused was not stored: one status entry and four lines.
+    expect(
+      (await t.store.bounds({ type: 'run', pipeline: 'etl.daily', runId: 'r1' })).lastSeq,
+    ).toBe(5);
+  });
+});
