@@ -1,48 +1,22 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 
-// TLS when given a certificate and key (docs/SECURITY.md, "Facing a network"), with a
-// self-signed certificate made for the test by the machine's openssl.
+// TLS when given a certificate and key (docs/SECURITY.md, "Facing a network").
 
 const apps: TestApp[] = [];
 afterEach(async () => {
   for (const app of apps.splice(0)) await app.close();
 });
 
+/** A self-signed certificate for 127.0.0.1, kept for these tests (test/fixtures/tls). */
 function selfSigned(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'tailwater-tls-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
+  const dir = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
+  return { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
 }
 
 describe('TLS', () => {
