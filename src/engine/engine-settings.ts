@@ -19,6 +19,7 @@ export type EngineSettings = Pick<
   | 'maxActiveConnections'
   | 'maxSubscribersPerStream'
   | 'maxStreamsPerClient'
+  | 'maxStreamsPerToken'
   | 'tailerIdleGraceSeconds'
   | 'maxEventBytes'
   | 'maxBatchEntries'

@@ -8,6 +8,7 @@ import type { EngineSettings } from './engine-settings.js';
 import type { EntryFilter } from './filter.js';
 import { compileFilter } from './filter.js';
 import type { FrameEncoder, GapInfo } from './frames.js';
+import { PerKeyCount } from './per-key-count.js';
 import { EngineStats } from './stats.js';
 import type { ViewerSnapshot } from './stats.js';
 import { Subscription } from './subscription.js';
@@ -43,6 +44,8 @@ export interface SubscribeRequest {
   encoder: FrameEncoder;
   /** Who asks (a remote address): each client holds at most maxStreamsPerClient streams. */
   client?: string | undefined;
+  /** The token it asks with, by a name of it: each holds at most maxStreamsPerToken streams. */
+  token?: string | undefined;
   /** When the viewer's token expires (ms since the epoch): `end tokenExpired` then. */
   expiresAt?: number | undefined;
 }
@@ -57,7 +60,8 @@ const RETRY_AFTER = { 'Retry-After': '5' };
 export class Hub {
   private readonly tailers = new Map<string, Tailer>();
   private connections = 0;
-  private readonly perClient = new Map<string, number>();
+  private readonly perClient: PerKeyCount;
+  private readonly perToken: PerKeyCount;
   private closing = false;
   readonly stats = new EngineStats();
 
@@ -66,7 +70,10 @@ export class Hub {
     private readonly bus: Bus,
     private readonly settings: EngineSettings,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.perClient = new PerKeyCount(settings.maxStreamsPerClient);
+    this.perToken = new PerKeyCount(settings.maxStreamsPerToken);
+  }
 
   get activeConnections(): number {
     return this.connections;
@@ -133,21 +140,26 @@ export class Hub {
         RETRY_AFTER,
       );
     }
-    // The server's own limits come first; then one client may not take all of them.
-    const client = request.client;
-    if (
-      client !== undefined &&
-      (this.perClient.get(client) ?? 0) >= this.settings.maxStreamsPerClient
-    ) {
+    // The server's own limits come first; then one client, or one token, may not take all.
+    const { client, token } = request;
+    if (this.perClient.full(client)) {
       throw new TailwaterError(
         'TW_TOO_MANY_CLIENT_STREAMS',
-        `This client already holds ${this.settings.maxStreamsPerClient} open streams, as many as one client may; close one, or retry shortly.`,
+        `This client already holds ${this.perClient.max} open streams, as many as one client may; close one, or retry shortly.`,
+        RETRY_AFTER,
+      );
+    }
+    if (this.perToken.full(token)) {
+      throw new TailwaterError(
+        'TW_TOO_MANY_CLIENT_STREAMS',
+        `This token already holds ${this.perToken.max} open streams, as many as one token may; close one, or retry shortly.`,
         RETRY_AFTER,
       );
     }
     const tailer = existing ?? this.createTailer(request.key);
     this.connections += 1;
-    if (client !== undefined) this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
+    this.perClient.add(client);
+    this.perToken.add(token);
     tailer.reserve();
     let opened = false;
     try {
@@ -174,7 +186,7 @@ export class Hub {
           expiresAt: request.expiresAt,
         },
         now,
-        client,
+        { client, token },
         request.filter?.kinds && request.filter.kinds.length > 0 ? request.filter.kinds : undefined,
       );
       opened = true;
@@ -185,17 +197,11 @@ export class Hub {
     } finally {
       if (!opened) {
         this.connections -= 1;
-        this.releaseClient(client);
+        this.perClient.release(client);
+        this.perToken.release(token);
         tailer.cancelReservation();
       }
     }
-  }
-
-  private releaseClient(client: string | undefined): void {
-    if (client === undefined) return;
-    const count = (this.perClient.get(client) ?? 1) - 1;
-    if (count > 0) this.perClient.set(client, count);
-    else this.perClient.delete(client);
   }
 
   /** Ends every viewer with `end {"reason":"shutdown"}` and refuses new ones. */
@@ -216,7 +222,8 @@ export class Hub {
         },
         onSubscriptionClosed: (subscription) => {
           this.connections -= 1;
-          this.releaseClient(subscription.client);
+          this.perClient.release(subscription.owner.client);
+          this.perToken.release(subscription.owner.token);
         },
       },
       this.stats,

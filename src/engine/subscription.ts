@@ -43,8 +43,8 @@ export class Subscription {
     private readonly predicate: EntryPredicate | undefined,
     private readonly limits: SubscriptionLimits,
     now: number,
-    /** Who opened it (the Hub counts each client's streams). */
-    readonly client?: string | undefined,
+    /** Who opened it: its address and token (the Hub counts each one's streams). */
+    readonly owner: { client?: string | undefined; token?: string | undefined } = {},
     /** The kinds its filter keeps, if it names some: catching up reads only those. */
     readonly kinds?: readonly string[] | undefined,
   ) {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TailwaterError } from '../model/errors.js';
@@ -7,7 +6,7 @@ import { TailwaterError } from '../model/errors.js';
  * At most `perMinute` writes (appends, status changes, cancels) per token per minute, with
  * authentication on: past it, 429 TW_TOO_MANY_APPENDS with Retry-After (docs/SECURITY.md,
  * "Limits and timeouts"). Reads and streams are not counted; their caps are the stream limits.
- * The token is known by its `sub`, else by a hash of itself (never kept as it is).
+ * The token is known by its `sub`, else by a hash of itself (TokenHolder.key).
  */
 export async function limitAppendsPerToken(app: FastifyInstance, perMinute: number): Promise<void> {
   await app.register(rateLimit, {
@@ -27,9 +26,5 @@ export async function limitAppendsPerToken(app: FastifyInstance, perMinute: numb
   });
 }
 
-function tokenKey(request: FastifyRequest): string {
-  const holder = request.tokenHolder;
-  if (holder?.subject) return `sub:${holder.subject}`;
-  const header = request.headers.authorization ?? request.headers.cookie ?? request.url;
-  return `token:${createHash('sha256').update(header).digest('hex').slice(0, 32)}`;
-}
+// Only requests with a token are counted (the allow list lets the others through).
+const tokenKey = (request: FastifyRequest): string => request.tokenHolder?.key ?? '';

@@ -117,7 +117,8 @@ export async function streamTo(
 ): Promise<void> {
   const { ip: client, tokenHolder } = reply.request;
   const expiresAt = tokenHolder?.expiresAt;
-  await hub.subscribe({ key, start, filter, encoder, client, expiresAt }, () => {
+  const token = tokenHolder?.key;
+  await hub.subscribe({ key, start, filter, encoder, client, token, expiresAt }, () => {
     reply.hijack();
     return new HttpViewerTransport(reply.raw);
   });

@@ -1,4 +1,4 @@
-import { createPublicKey } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, errors, jwtVerify } from 'jose';
@@ -16,6 +16,11 @@ export interface TokenHolder {
   subject?: string | undefined;
   /** When the token stops being valid (ms since the epoch); open streams end then. */
   expiresAt?: number | undefined;
+  /**
+   * What per-token limits count it by: its `sub`, else a hash of the token (never the token
+   * itself, which may not be kept).
+   */
+  key: string;
 }
 
 export type VerifyToken = (token: string) => Promise<TokenHolder>;
@@ -78,10 +83,12 @@ export function tokenVerifier(settings: AuthSettings): VerifyToken | undefined {
     } catch (error) {
       throw unauthenticated(error instanceof GrantsError ? error.message : 'malformed claims');
     }
+    const subject = typeof payload.sub === 'string' ? payload.sub : undefined;
     return {
       grants,
-      subject: typeof payload.sub === 'string' ? payload.sub : undefined,
+      subject,
       expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined,
+      key: subject !== undefined ? `sub:${subject}` : `token:${hashOf(token)}`,
     };
   };
 }
@@ -147,6 +154,10 @@ function unauthenticated(reason: string): TailwaterError {
   return new TailwaterError('TW_UNAUTHENTICATED', `The token is not accepted: ${reason}.`, {
     'WWW-Authenticate': 'Bearer realm="tailwater"',
   });
+}
+
+function hashOf(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 32);
 }
 
 function messageOf(error: unknown): string {

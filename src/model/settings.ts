@@ -71,6 +71,8 @@ export const settingsSchema = z.strictObject({
   maxConnectionsPerClient: positiveInt.default(256),
   /** Open streams one client may hold, so that no one client takes every stream slot. */
   maxStreamsPerClient: positiveInt.default(100),
+  /** Open streams one token may hold (with authentication on), from any number of addresses. */
+  maxStreamsPerToken: positiveInt.default(100),
   /**
    * Proxies (addresses, CIDR ranges, `loopback`…, comma-separated) whose `X-Forwarded-For` names
    * the client, for the per-client limits behind nginx. Empty: the socket's address is the client.

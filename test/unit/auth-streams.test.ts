@@ -69,6 +69,22 @@ describe('streams with authentication', () => {
     await stream.waitFor((events) => events.some((event) => event.event === 'step'));
   });
 
+  it('holds one token to maxStreamsPerToken open streams, counted apart from its address', async () => {
+    const t = await start({ maxStreamsPerToken: 1 });
+    const shared = await new SignJWT({ tailwater: { read: ['*'] } })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('dashboard-wall')
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(SECRET));
+    await open(t, `${path}?access_token=${shared}`);
+    const second = await fetch(`${t.url}/api/v1/topics/t/stream?access_token=${shared}`);
+    expect(second.status).toBe(429);
+    expect(await second.json()).toMatchObject({ error: { code: 'TW_TOO_MANY_CLIENT_STREAMS' } });
+    const another = await token({ read: ['*'] });
+    await open(t, `/api/v1/topics/t/stream?access_token=${another}`);
+    expect(t.hub.activeConnections).toBe(2);
+  });
+
   it('shows a token only the runs feed entries of pipelines it may read', async () => {
     const t = await start();
     const reader = await token({ read: ['pipeline:etl.*'] });
