@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
 import { TailwaterClient } from '../client/http-client.js';
@@ -11,6 +12,7 @@ export class UsageError extends Error {
 export interface ClientFlags {
   server: string;
   token?: string | undefined;
+  tokenFile?: string | undefined;
 }
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8585';
@@ -23,7 +25,33 @@ export function addClientOptions(command: Command): Command {
         .env('TAILWATER_SERVER')
         .default(DEFAULT_SERVER),
     )
-    .addOption(new Option('--token <token>', 'bearer token to send').env('TAILWATER_TOKEN'));
+    .addOption(new Option('--token <token>', 'bearer token to send').env('TAILWATER_TOKEN'))
+    .addOption(
+      new Option(
+        '--token-file <file>',
+        'read the token from this file (keeps it off the command line)',
+      ).env('TAILWATER_TOKEN_FILE'),
+    );
+}
+
+/**
+ * The token to send: `--token` (or TAILWATER_TOKEN), else the first line of `--token-file` (or
+ * TAILWATER_TOKEN_FILE). An unreadable or empty file is a usage error, never sent as nothing.
+ */
+export function tokenOf(flags: ClientFlags): string | undefined {
+  if (flags.token) return flags.token;
+  if (!flags.tokenFile) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(flags.tokenFile, 'utf8');
+  } catch (error) {
+    throw new UsageError(
+      `--token-file: cannot read ${flags.tokenFile} (${(error as NodeJS.ErrnoException).code ?? 'error'}).`,
+    );
+  }
+  const token = text.split(/\r?\n/)[0]!.trim();
+  if (token === '') throw new UsageError(`--token-file: ${flags.tokenFile} holds no token.`);
+  return token;
 }
 
 /** The server URL, checked, without a trailing slash. */
@@ -41,7 +69,7 @@ export function serverUrl(flags: ClientFlags): string {
 }
 
 export function clientFrom(flags: ClientFlags): TailwaterClient {
-  return new TailwaterClient({ server: serverUrl(flags), token: flags.token || undefined });
+  return new TailwaterClient({ server: serverUrl(flags), token: tokenOf(flags) });
 }
 
 /** Runs a validator from the model (which throws TailwaterError) as an argument check. */

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -69,6 +72,21 @@ describe('a real server with authentication', () => {
     });
     expect(published.stderr).toBe('');
     expect(published.code).toBe(0);
+    // The same token from a file, as a job's secret mount gives it.
+    const dir = mkdtempSync(join(tmpdir(), 'tailwater-token-'));
+    writeFileSync(join(dir, 'token'), `${token}\n`, { mode: 0o600 });
+    const fromFile = await cli(
+      ['publish', 'etl.daily', 'r1', '--kind', 'k', '{"n":2}', '--token-file', join(dir, 'token')],
+      env,
+    );
+    expect(fromFile.stderr).toBe('');
+    expect(fromFile.code).toBe(0);
+    const missingFile = await cli(
+      ['publish', 'etl.daily', 'r1', '--kind', 'k', '{"n":3}', '--token-file', join(dir, 'nope')],
+      env,
+    );
+    expect(missingFile.code).toBe(2);
+    expect(missingFile.stderr).toMatch(/--token-file: cannot read/);
     const outside = await cli(['publish', 'ml.train', 'r1', '--kind', 'k', '{"n":1}'], {
       ...env,
       TAILWATER_TOKEN: token,
@@ -79,7 +97,7 @@ describe('a real server with authentication', () => {
       `${server.url}/api/v1/pipelines/etl.daily/runs/r1/stream?access_token=${token}`,
     );
     readers.push(reader);
-    await reader.waitFor(hasSeq(2));
+    await reader.waitFor(hasSeq(3));
   });
 
   it('writes no token into its log, whatever the request made of it', async () => {
