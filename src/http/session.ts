@@ -37,6 +37,12 @@ export async function sessionRoutes(
       throw new TailwaterError('TW_BAD_REQUEST', 'The body must be {"token": "<token>"}.');
     }
     const holder = await verify(parsed.data.token);
+    // Verifying allows for clocks; a session does not start on a token already past its exp.
+    if (holder.expiresAt !== undefined && holder.expiresAt <= Date.now()) {
+      throw new TailwaterError('TW_UNAUTHENTICATED', 'The token is not accepted: expired.', {
+        'WWW-Authenticate': 'Bearer realm="tailwater"',
+      });
+    }
     const maxAge =
       holder.expiresAt === undefined
         ? undefined

@@ -447,3 +447,21 @@ describe('writes per token', () => {
     ).toBe(5);
   });
 });
+
+describe('signing in with a token just past its exp', () => {
+  it('refuses it with 401 and sets no cookie, though requests still allow for clocks', async () => {
+    const t = await start();
+    const justExpired = await token(
+      { read: ['*'] },
+      { expiresIn: Math.floor(Date.now() / 1000) - 5 },
+    );
+    const signIn = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      payload: { token: justExpired },
+    });
+    expect(signIn.statusCode).toBe(401);
+    expect(signIn.headers['set-cookie']).toBeUndefined();
+    expect((await t.app.inject({ url: RUN, headers: bearer(justExpired) })).statusCode).toBe(404);
+  });
+});

@@ -1,10 +1,14 @@
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { MouseEvent } from 'react';
+import { AuthProvider, SignInDialog, SignInPage } from './auth.js';
+import type { Auth, SignInReason } from './auth.js';
 import { RunsList } from './RunsList.js';
 import { LatestRun } from './run/LatestRun.js';
 import type { ResolveRun } from './run/LatestRun.js';
 import { RunView } from './run/RunView.js';
 import { TopicView } from './TopicView.js';
+import { messageOf, serverSession, statusOf } from './session.js';
+import type { SessionApi, SessionInfo } from './session.js';
 import type { TailFn } from './stream.js';
 
 export type Route =
@@ -51,6 +55,19 @@ function titleOf(route: Route): string {
   }
 }
 
+/** Where the app stands with the server's sign-in. */
+type Session =
+  | { phase: 'checking' }
+  /** Authentication is off (or the server could not say): the views, as ever. */
+  | { phase: 'open' }
+  | { phase: 'signedIn'; subject: string | null }
+  /** The sign-in page instead of the views. */
+  | { phase: 'signedOut'; notice: string | null };
+
+function sessionOf(info: SessionInfo): Session {
+  return info.authentication ? { phase: 'signedIn', subject: info.subject } : { phase: 'open' };
+}
+
 /** The link a click should follow inside the app, or null to leave it to the browser. */
 function appLink(event: MouseEvent<HTMLElement>): URL | null {
   if (event.defaultPrevented || event.button !== 0) return null;
@@ -65,18 +82,88 @@ function appLink(event: MouseEvent<HTMLElement>): URL | null {
 /**
  * The dashboard. Links inside it change the view without reloading the page (the view being
  * left closes its stream); Back and Forward work, and every view has its own address.
+ *
+ * It first asks the server who is signed in (`GET /api/v1/session`). With authentication on and
+ * no valid cookie, the sign-in page stands in for the views until a token is accepted; then the
+ * page asked for opens. A 401 or an expired token later opens the sign-in dialog over the view,
+ * which keeps its state; its streams resume from their cursor after the sign-in.
  */
 export function App({
   pathname: initialPath,
   tail,
   resolveRun,
+  session: sessionApi,
 }: {
   pathname: string;
   tail?: TailFn;
   resolveRun?: ResolveRun;
+  /** The sign-in endpoints (default: the server that served the page). */
+  session?: SessionApi;
 }) {
   const [pathname, setPathname] = useState(initialPath);
   const route = parseRoute(pathname);
+  const [api] = useState(() => sessionApi ?? serverSession());
+  const [session, setSession] = useState<Session>({ phase: 'checking' });
+  const [dialog, setDialog] = useState<SignInReason | null>(null);
+  const [signIns, setSignIns] = useState(0);
+  const [signOutError, setSignOutError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let stopped = false;
+    api.check().then(
+      (info) => {
+        if (!stopped) setSession(sessionOf(info));
+      },
+      (error: unknown) => {
+        if (stopped) return;
+        // Anything but a 401 (an older server without the endpoint, a network failure) leaves
+        // the views as they were: their streams say what is wrong.
+        setSession(
+          statusOf(error) === 401 ? { phase: 'signedOut', notice: null } : { phase: 'open' },
+        );
+      },
+    );
+    return () => {
+      stopped = true;
+    };
+  }, [api]);
+
+  const signInNeeded = useCallback((reason: SignInReason) => {
+    setDialog((open) => open ?? reason);
+  }, []);
+  const auth = useMemo<Auth>(() => ({ signInNeeded, signIns }), [signInNeeded, signIns]);
+
+  const signIn = async (token: string): Promise<string | null> => {
+    try {
+      await api.signIn(token);
+    } catch (error) {
+      return messageOf(error);
+    }
+    let info: SessionInfo;
+    try {
+      info = await api.check();
+    } catch (error) {
+      if (statusOf(error) !== 401) return messageOf(error);
+      return 'The server took the token, but this browser is not signed in: the token may have expired already, or the browser refused the cookie. Mint a new token and try again.';
+    }
+    setSession(sessionOf(info));
+    setSignOutError(null);
+    setDialog(null);
+    setSignIns((n) => n + 1);
+    return null;
+  };
+
+  const signOut = async () => {
+    try {
+      await api.signOut();
+    } catch (error) {
+      setSignOutError(`Could not sign out: ${messageOf(error)}`);
+      return;
+    }
+    setSignOutError(null);
+    setDialog(null);
+    setSession({ phase: 'signedOut', notice: 'You signed out.' });
+  };
 
   useEffect(() => {
     const onPopState = () => setPathname(window.location.pathname);
@@ -84,7 +171,7 @@ export function App({
     return () => window.removeEventListener('popstate', onPopState);
   }, []);
   useEffect(() => {
-    document.title = `${titleOf(route)} · Tailwater`;
+    document.title = `${session.phase === 'signedOut' ? 'Sign in' : titleOf(route)} · Tailwater`;
   });
 
   const onClick = (event: MouseEvent<HTMLElement>) => {
@@ -97,42 +184,77 @@ export function App({
     setPathname(url.pathname);
   };
 
+  const views = (
+    <>
+      {route.view === 'runs' ? <RunsList {...(tail ? { tail } : {})} /> : null}
+      {route.view === 'run' && route.runId === 'latest' ? (
+        <LatestRun
+          key={`${route.pipeline}/latest`}
+          pipeline={route.pipeline}
+          tail={tail}
+          resolveRun={resolveRun}
+        />
+      ) : null}
+      {route.view === 'run' && route.runId !== 'latest' ? (
+        <RunView
+          key={`${route.pipeline}/${route.runId}`}
+          pipeline={route.pipeline}
+          runId={route.runId}
+          {...(tail ? { tail } : {})}
+        />
+      ) : null}
+      {route.view === 'topic' ? (
+        <TopicView key={route.topic} topic={route.topic} {...(tail ? { tail } : {})} />
+      ) : null}
+      {route.view === 'notFound' ? (
+        <p>
+          Nothing at {route.path}. <a href="/ui/">Back to the runs</a>.
+        </p>
+      ) : null}
+    </>
+  );
+
   return (
     // Clicks on links bubble here: one handler routes every link of every view.
     <div className="app" onClick={onClick}>
-      <header className="topbar">
-        <a href="/ui/">Tailwater</a>
-        <nav aria-label="Main">
-          <a href="/ui/">Runs</a> <a href="/ui/topics/iceberg">Iceberg</a>
-        </nav>
-      </header>
-      <main>
-        {route.view === 'runs' ? <RunsList {...(tail ? { tail } : {})} /> : null}
-        {route.view === 'run' && route.runId === 'latest' ? (
-          <LatestRun
-            key={`${route.pipeline}/latest`}
-            pipeline={route.pipeline}
-            tail={tail}
-            resolveRun={resolveRun}
-          />
-        ) : null}
-        {route.view === 'run' && route.runId !== 'latest' ? (
-          <RunView
-            key={`${route.pipeline}/${route.runId}`}
-            pipeline={route.pipeline}
-            runId={route.runId}
-            {...(tail ? { tail } : {})}
-          />
-        ) : null}
-        {route.view === 'topic' ? (
-          <TopicView key={route.topic} topic={route.topic} {...(tail ? { tail } : {})} />
-        ) : null}
-        {route.view === 'notFound' ? (
-          <p>
-            Nothing at {route.path}. <a href="/ui/">Back to the runs</a>.
-          </p>
-        ) : null}
-      </main>
+      {/* Inert under the sign-in dialog: nothing behind it takes the focus or a click. */}
+      <div className="app-page" inert={dialog !== null}>
+        <header className="topbar">
+          <a href="/ui/">Tailwater</a>
+          {session.phase === 'signedOut' ? null : (
+            <nav aria-label="Main">
+              <a href="/ui/">Runs</a> <a href="/ui/topics/iceberg">Iceberg</a>
+            </nav>
+          )}
+          {session.phase === 'signedIn' ? (
+            <div className="session">
+              <span data-testid="signed-in-as">
+                {session.subject ? `Signed in as ${session.subject}` : 'Signed in'}
+              </span>
+              <button type="button" onClick={() => void signOut()}>
+                Sign out
+              </button>
+              {signOutError ? (
+                <span className="session-error" role="alert">
+                  {signOutError}
+                </span>
+              ) : null}
+            </div>
+          ) : null}
+        </header>
+        <main>
+          {session.phase === 'checking' ? <p role="status">Checking sign-in…</p> : null}
+          {session.phase === 'signedOut' ? (
+            <SignInPage onSignIn={signIn} notice={session.notice} />
+          ) : null}
+          {session.phase === 'open' || session.phase === 'signedIn' ? (
+            <AuthProvider value={auth}>{views}</AuthProvider>
+          ) : null}
+        </main>
+      </div>
+      {dialog !== null && session.phase !== 'signedOut' ? (
+        <SignInDialog reason={dialog} onSignIn={signIn} />
+      ) : null}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useCallback, useState } from 'react';
 import type { Run } from '../../src/model/run.js';
 import { formatBytes, formatDuration, runHref } from './format.js';
+import { NotAllowed } from './auth.js';
 import { ConnectionStateBadge } from './connection.js';
 import { useNow } from './hooks.js';
 import {
@@ -78,7 +79,12 @@ export function RunsList({
     <section className="runs-list">
       <h1>Pipelines and runs</h1>
       <ConnectionStateBadge state={state} onResume={resume} />
-      {pipelines.length === 0 ? <p className="empty">No runs yet.</p> : null}
+      {state.phase === 'forbidden' ? (
+        <NotAllowed what="the runs feed" detail={state.error} />
+      ) : null}
+      {pipelines.length === 0 && state.phase !== 'forbidden' ? (
+        <p className="empty">No runs yet.</p>
+      ) : null}
       {pipelines.map((pipeline) => {
         const list = (byPipeline.get(pipeline) ?? []).sort((a, b) =>
           b.createdAt.localeCompare(a.createdAt),

@@ -1,5 +1,6 @@
 import { useCallback, useState } from 'react';
 import type { Entry } from '../../src/model/entry.js';
+import { NotAllowed } from './auth.js';
 import { ConnectionStateBadge, SeedConnectionBadge } from './connection.js';
 import { EventsPanel } from './run/EventsPanel.js';
 import { defaultTail, useTail } from './stream.js';
@@ -98,7 +99,9 @@ export function TopicView({
   return (
     <section className="topic-view">
       <h1>{topic === 'iceberg' ? 'Apache Iceberg Real-time Mutations' : `Topic ${topic}`}</h1>
-      {topic === 'iceberg' ? (
+      {state.phase === 'forbidden' ? (
+        <NotAllowed what={`topic ${topic}`} detail={state.error} />
+      ) : topic === 'iceberg' ? (
         <>
           <SeedConnectionBadge state={state} />
           <IcebergTable entries={entries} max={max} />

@@ -7,6 +7,7 @@ const END_REASONS: Record<string, string> = {
   maxBytes: 'the stream reached its size limit',
   shutdown: 'the server is shutting down',
   closed: 'the server closed the stream',
+  tokenExpired: 'the token expired',
 };
 
 /** A sentence for the state, as the run view shows it. */
@@ -26,12 +27,19 @@ export function describeConnection(state: ConnectionState): string {
       return `Ended: ${END_REASONS[state.reason] ?? state.reason}`;
     case 'failed':
       return `Disconnected: ${state.error}`;
+    case 'signedOut':
+      return state.reason === 'tokenExpired'
+        ? 'Paused: the token expired; sign in again to resume'
+        : 'Paused: not signed in; sign in again to resume';
+    case 'forbidden':
+      return `Not allowed: ${state.error}`;
   }
 }
 
 /**
  * The connection state in words, announced politely to screen readers as it changes. After an
- * end that is not the run's own (or a failure) it offers to resume from the last entry seen.
+ * end that is not the run's own (or a failure) it offers to resume from the last entry seen; a
+ * stream paused for a sign-in resumes by itself once the viewer signed in.
  */
 export function ConnectionStateBadge({
   state,
@@ -73,7 +81,9 @@ export function SeedConnectionBadge({ state }: { state: ConnectionState }) {
         ? state.reason
         : state.phase === 'ended'
           ? (END_REASONS[state.reason] ?? state.reason)
-          : null;
+          : state.phase === 'signedOut' || state.phase === 'forbidden'
+            ? describeConnection(state)
+            : null;
   return (
     <div data-testid="connection-status" className={`status status-${status.toLowerCase()}`}>
       Connection Status: <span>{status}</span>

@@ -1,6 +1,8 @@
-import { useEffect } from 'react';
+import { useEffect, useEffectEvent } from 'react';
 import { TailwaterClient } from '../../src/client/http-client.js';
 import type { Run } from '../../src/model/run.js';
+import { useAuth } from './auth.js';
+import { statusOf } from './session.js';
 
 /** A pipeline's running runs, as `GET /api/v1/pipelines/{fqn}/runs?status=running` lists them. */
 export type ListRunning = (pipeline: string) => Promise<Run[]>;
@@ -27,7 +29,8 @@ export function withGrowth(run: Run, listed: Run): Run {
  * The runs feed says when a run's status changes, not how its log grows: while some runs are
  * running (and the page is visible), their pipelines' running runs are listed every `everyMs`
  * and `onListed` merges what grew. Only the numbers that only grow are taken from the listing;
- * the status stays the feed's, which is never older.
+ * the status stays the feed's, which is never older. A listing refused with 401 (the token
+ * expired, the cookie is gone) asks for a sign-in.
  */
 export function useRunningRefresh(
   pipelines: readonly string[],
@@ -36,6 +39,8 @@ export function useRunningRefresh(
   everyMs = REFRESH_MS,
 ): void {
   const key = pipelines.join('\u0000');
+  const auth = useAuth();
+  const signInNeeded = useEffectEvent(() => auth.signInNeeded('unauthenticated'));
   useEffect(() => {
     if (key === '') return;
     const names = key.split('\u0000');
@@ -46,8 +51,9 @@ export function useRunningRefresh(
         try {
           const runs = await listRunning(pipeline);
           if (!stopped) onListed(runs);
-        } catch {
+        } catch (error) {
           // The next refresh tries again; the stream's own state says if the server is gone.
+          if (!stopped && statusOf(error) === 401) signInNeeded();
         }
       }
     };

@@ -1,7 +1,16 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
-import { describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { App, parseRoute } from '../src/App.js';
+import { fakeServer } from './fake-server.js';
+import type { FakeServer } from './fake-server.js';
 import { fakeTail } from './fake-tail.js';
+
+// A server without authentication: the app asks (GET /api/v1/session) and shows its views.
+let server: FakeServer;
+beforeEach(() => {
+  server = fakeServer({ authentication: false });
+});
+afterEach(() => server.restore());
 
 describe('dashboard routes', () => {
   test('parses the paths docs/DASHBOARD.md lists', () => {
@@ -22,15 +31,15 @@ describe('dashboard routes', () => {
     expect(parseRoute('/ui/topics/%E0%A4%A')).toMatchObject({ view: 'notFound' });
   });
 
-  test('renders the view of each route', () => {
+  test('renders the view of each route', async () => {
     const fake = fakeTail();
     const { unmount } = render(<App pathname="/ui/topics/iceberg" tail={fake.tail} />);
-    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe(
+    expect((await screen.findByRole('heading', { level: 1 })).textContent).toBe(
       'Apache Iceberg Real-time Mutations',
     );
     unmount();
     render(<App pathname="/ui/pipelines/p/runs/r1" tail={fake.tail} />);
-    expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('p / r1');
+    expect((await screen.findByRole('heading', { level: 1 })).textContent).toBe('p / r1');
     expect(fake.calls.map((call) => call.target)).toEqual([
       { topic: 'iceberg' },
       { pipeline: 'p', runId: 'r1' },
@@ -47,7 +56,7 @@ describe('dashboard routes', () => {
     };
     render(<App pathname="/ui/pipelines/p/runs/latest" tail={fake.tail} resolveRun={resolveRun} />);
     // No run yet: it says so, opens no stream, and asks again.
-    expect((await screen.findByRole('status')).textContent).toMatch(/no runs yet; waiting/);
+    expect((await screen.findByText(/no runs yet; waiting/)).getAttribute('role')).toBe('status');
     expect(fake.calls).toEqual([]);
     answer = 'r9';
     await waitFor(
@@ -66,6 +75,7 @@ describe('dashboard routes', () => {
     window.history.replaceState(null, '', '/ui/');
     const fake = fakeTail();
     render(<App pathname="/ui/" tail={fake.tail} />);
+    await screen.findByRole('heading', { name: 'Pipelines and runs' });
     expect(document.title).toBe('Runs · Tailwater');
     const run = {
       id: 'u1',

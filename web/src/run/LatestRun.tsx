@@ -1,6 +1,8 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useEffectEvent, useState } from 'react';
 import { TailwaterClientError } from '../../../src/client/errors.js';
 import { TailwaterClient } from '../../../src/client/http-client.js';
+import { NotAllowed, useAuth, useRetryAfterSignIn } from '../auth.js';
+import { messageOf, statusOf } from '../session.js';
 import type { TailFn } from '../stream.js';
 import { RunView } from './RunView.js';
 
@@ -19,12 +21,20 @@ export const defaultResolveRun: ResolveRun = async (pipeline, runId) => {
 
 const WAIT_MS = 2000;
 
-type Resolution = { runId: string } | { waiting: true } | { error: string } | null;
+type Resolution =
+  | { runId: string }
+  | { waiting: true }
+  | { error: string }
+  /** 401: asked again once the viewer signed in. */
+  | { signIn: true }
+  | { forbidden: string }
+  | null;
 
 /**
  * `/ui/pipelines/{fqn}/runs/latest`: the newest run, resolved to its id once when the page opens
  * (as `tailwater tail` does), so that a reconnect keeps following that run and its cursor, even
- * after a newer run starts. Until the pipeline has a run, it waits for one.
+ * after a newer run starts. Until the pipeline has a run, it waits for one. Refused with 401, it
+ * asks for a sign-in and tries again after it; with 403 it says the pipeline is not allowed.
  */
 export function LatestRun({
   pipeline,
@@ -36,6 +46,11 @@ export function LatestRun({
   resolveRun?: ResolveRun | undefined;
 }) {
   const [resolution, setResolution] = useState<Resolution>(null);
+  const [attempts, setAttempts] = useState(0);
+  const auth = useAuth();
+  const signInNeeded = useEffectEvent(() => auth.signInNeeded('unauthenticated'));
+  const waiting = resolution !== null && ('signIn' in resolution || 'forbidden' in resolution);
+  useRetryAfterSignIn(waiting, () => setAttempts((n) => n + 1));
   useEffect(() => {
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -47,8 +62,16 @@ export function LatestRun({
         if (runId === null) timer = setTimeout(() => void attempt(), WAIT_MS);
       } catch (error) {
         if (stopped) return;
-        setResolution({ error: error instanceof Error ? error.message : String(error) });
-        timer = setTimeout(() => void attempt(), WAIT_MS);
+        const status = statusOf(error);
+        if (status === 401) {
+          setResolution({ signIn: true });
+          signInNeeded();
+        } else if (status === 403) {
+          setResolution({ forbidden: messageOf(error) });
+        } else {
+          setResolution({ error: messageOf(error) });
+          timer = setTimeout(() => void attempt(), WAIT_MS);
+        }
       }
     };
     void attempt();
@@ -56,11 +79,19 @@ export function LatestRun({
       stopped = true;
       clearTimeout(timer);
     };
-  }, [pipeline, resolveRun]);
+  }, [pipeline, resolveRun, attempts]);
 
   if (resolution && 'runId' in resolution) {
     return (
       <RunView pipeline={pipeline} runId={resolution.runId} {...(tail ? { tail } : {})} latest />
+    );
+  }
+  if (resolution && 'forbidden' in resolution) {
+    return (
+      <section className="run-view">
+        <h1>{pipeline} / latest</h1>
+        <NotAllowed what={`pipeline ${pipeline}`} detail={resolution.forbidden} />
+      </section>
     );
   }
   return (
@@ -71,7 +102,9 @@ export function LatestRun({
           ? 'Finding the latest run…'
           : 'waiting' in resolution
             ? `${pipeline} has no runs yet; waiting for one to start…`
-            : `Cannot find the latest run (${resolution.error}); trying again…`}
+            : 'signIn' in resolution
+              ? 'Waiting for you to sign in again…'
+              : `Cannot find the latest run (${resolution.error}); trying again…`}
       </p>
     </section>
   );

@@ -3,6 +3,7 @@ import { runPath } from '../../../src/client/http-client.js';
 import type { Entry } from '../../../src/model/entry.js';
 import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
+import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';
 import { formatBytes, formatDuration } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
@@ -158,27 +159,8 @@ export function RunView({
       )
     : '—';
 
-  return (
-    <section className="run-view">
-      <h1>
-        {pipeline} / {runId}
-        {latest ? <span className="latest-tag"> (latest)</span> : null}
-      </h1>
-      <div className="run-meta">
-        <span
-          data-testid="run-status"
-          className={`run-status run-status-${facts.status ?? 'unknown'}`}
-        >
-          {facts.status ?? 'unknown'}
-        </span>
-        <span>
-          Elapsed <span data-testid="elapsed">{elapsed}</span>
-        </span>
-        <ConnectionStateBadge state={state} onResume={resume} />
-        <a href={logHref(pipeline, runId)} download={`${pipeline}-${runId}.log`}>
-          Download log
-        </a>
-      </div>
+  const runBody = (
+    <>
       {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
       {buffer.dropped > 0 ? (
         <p className="notice" role="note">
@@ -223,6 +205,37 @@ export function RunView({
         </div>
         <EventsPanel events={events} kept={EVENTS_KEPT} />
       </div>
+    </>
+  );
+
+  return (
+    <section className="run-view">
+      <h1>
+        {pipeline} / {runId}
+        {latest ? <span className="latest-tag"> (latest)</span> : null}
+      </h1>
+      <div className="run-meta">
+        <span
+          data-testid="run-status"
+          className={`run-status run-status-${facts.status ?? 'unknown'}`}
+        >
+          {facts.status ?? 'unknown'}
+        </span>
+        <span>
+          Elapsed <span data-testid="elapsed">{elapsed}</span>
+        </span>
+        <ConnectionStateBadge state={state} onResume={resume} />
+        {state.phase === 'forbidden' ? null : (
+          <a href={logHref(pipeline, runId)} download={`${pipeline}-${runId}.log`}>
+            Download log
+          </a>
+        )}
+      </div>
+      {state.phase === 'forbidden' ? (
+        <NotAllowed what={`pipeline ${pipeline}`} detail={state.error} />
+      ) : (
+        runBody
+      )}
     </section>
   );
 }
