@@ -2,6 +2,7 @@
  * `npm run bench`: every benchmark, or those named on the command line (e.g. `ingest`, or
  * `npm run bench -- replicas`); each replaces only its own section of docs/BENCHMARKS.md.
  */
+import { benchAuth } from './auth.js';
 import { benchDashboard } from './dashboard.js';
 import { benchFanout } from './fanout.js';
 import { benchHardening } from './hardening.js';
@@ -17,6 +18,7 @@ const benches: Record<string, () => Promise<void>> = {
   'idle-memory': benchIdleMemory,
   dashboard: benchDashboard,
   hardening: benchHardening,
+  auth: benchAuth,
   replicas: benchReplicas,
 };
 const wanted = process.argv.slice(2);

@@ -27,6 +27,8 @@ export type ClientCommand =
       batch: number;
       pad: number;
       timeoutMs: number;
+      /** Sent as the `Authorization` header of every append (`Bearer <token>`), if given. */
+      authorization?: string;
     }
   | {
       op: 'latency';
@@ -266,7 +268,7 @@ interface Ack {
   seqs: number[];
 }
 
-function post(url: string, body: string): Promise<Ack> {
+function post(url: string, body: string, authorization?: string): Promise<Ack> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
@@ -276,6 +278,7 @@ function post(url: string, body: string): Promise<Ack> {
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
+          ...(authorization === undefined ? {} : { authorization }),
         },
       },
       (res) => {
@@ -308,7 +311,7 @@ async function fanout(command: Extract<ClientCommand, { op: 'fanout' }>): Promis
     for (let j = sent; j < Math.min(command.entries, sent + command.batch); j += 1) {
       events.push({ kind: 'progress', data: { n: j, pad } });
     }
-    last = (await post(command.appendUrl, JSON.stringify({ events }))).last;
+    last = (await post(command.appendUrl, JSON.stringify({ events }), command.authorization)).last;
   }
   const appendMs = performance.now() - started;
   const complete = await awaitAll(last + 1, deadline);

@@ -1,4 +1,4 @@
-import { createHash, createPublicKey } from 'node:crypto';
+import { createHash, createPublicKey, createSecretKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, errors, jwtVerify } from 'jose';
@@ -65,7 +65,10 @@ export function tokenVerifier(settings: AuthSettings): VerifyToken | undefined {
     ...(settings.authIssuer ? { issuer: settings.authIssuer } : {}),
     ...(settings.authAudience ? { audience: settings.authAudience } : {}),
   };
+  const verified = new VerifiedTokens();
   return async (token) => {
+    const known = verified.get(token, Date.now());
+    if (known) return known;
     if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw unauthenticated('malformed');
     let payload;
     try {
@@ -84,16 +87,50 @@ export function tokenVerifier(settings: AuthSettings): VerifyToken | undefined {
       throw unauthenticated(error instanceof GrantsError ? error.message : 'malformed claims');
     }
     const subject = typeof payload.sub === 'string' ? payload.sub : undefined;
-    return {
+    const holder: TokenHolder = {
       grants,
       subject,
       expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined,
       key: subject !== undefined ? `sub:${subject}` : `token:${hashOf(token)}`,
     };
+    verified.set(token, holder);
+    return holder;
   };
 }
 
-type Key = Uint8Array | KeyObject | JWTVerifyGetKey;
+/**
+ * Tokens verified lately, by their text: a producer on a keep-alive connection sends the same
+ * token with every append, and the text is the signature, so it need not be checked again until
+ * it expires. Bounded, and a token past its exp (with the clock allowance) is never answered.
+ */
+class VerifiedTokens {
+  private readonly holders = new Map<string, TokenHolder>();
+
+  get(token: string, now: number): TokenHolder | undefined {
+    const holder = this.holders.get(token);
+    if (holder === undefined) return undefined;
+    if (
+      holder.expiresAt !== undefined &&
+      now >= holder.expiresAt + CLOCK_TOLERANCE_SECONDS * 1000
+    ) {
+      this.holders.delete(token);
+      return undefined;
+    }
+    return holder;
+  }
+
+  set(token: string, holder: TokenHolder): void {
+    // Oldest first out, so many tokens (or a flood of valid ones) keep memory bounded.
+    if (this.holders.size >= MAX_VERIFIED_TOKENS) {
+      this.holders.delete(this.holders.keys().next().value!);
+    }
+    this.holders.set(token, holder);
+  }
+}
+
+const MAX_VERIFIED_TOKENS = 10_000;
+
+type Key = KeyObject | JWTVerifyGetKey;
 
 function keyOf(settings: AuthSettings): { key: Key; algorithms: string[] } {
   if (settings.authSecret !== '') {
@@ -103,7 +140,9 @@ function keyOf(settings: AuthSettings): { key: Key; algorithms: string[] } {
         `authSecret: must be at least ${MIN_SECRET_BYTES} bytes (a shorter HS256 secret can be guessed from any token it signed); try \`openssl rand -base64 48\`.`,
       );
     }
-    return { key: secret, algorithms: ['HS256'] };
+    // A KeyObject rather than the bytes: jose converts it once and keeps it, where raw bytes
+    // are imported again for every token.
+    return { key: createSecretKey(secret), algorithms: ['HS256'] };
   }
   if (settings.authPublicKeyFile !== '') {
     const file = settings.authPublicKeyFile;
