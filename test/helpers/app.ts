@@ -60,7 +60,14 @@ export async function createTestApp(
     },
     async close() {
       hub.shutdown();
-      await app.close();
+      // As the server's own close does (src/cli/server.ts): a client may hold a connection on
+      // which it never sent a request (undici opens one as a stream it aborts goes), which
+      // 'idle' closing does not count as idle; it is cut after a moment.
+      const closed = app.close();
+      const cut = setTimeout(() => app.server.closeAllConnections(), 1000);
+      cut.unref();
+      await closed;
+      clearTimeout(cut);
       await cleanup();
       rmSync(dir, { recursive: true, force: true });
     },

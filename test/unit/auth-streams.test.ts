@@ -2,7 +2,7 @@ import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runStreamPath } from '../helpers/api.js';
 import { liveApps } from '../helpers/app.js';
-import { endOf, entryEvents, hasEvent, hasSeq, seqs } from '../helpers/sse.js';
+import { closedWithin, endOf, entryEvents, hasEvent, hasSeq, seqs } from '../helpers/sse.js';
 
 // Streams with authentication on (docs/SECURITY.md): none opens without a valid token or
 // scope; one ends with `end tokenExpired` when its token expires, and resumes with a fresh
@@ -83,6 +83,33 @@ describe('streams with authentication', () => {
     const another = await token({ read: ['*'] });
     await open(t, `/api/v1/topics/t/stream?access_token=${another}`);
     expect(t.hub.activeConnections).toBe(2);
+  });
+
+  it("ends OpenMetadata's and ZenML's streams in their own words when the token expires", async () => {
+    const t = await start();
+    await t.ingest.appendLog('etl.daily', 'r1', { text: 'first\n' });
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const short = await token({ read: ['pipeline:etl.*'] }, expiresAt);
+    const om = await open(
+      t,
+      `/compat/openmetadata/api/v1/services/ingestionPipelines/logs/etl.daily/stream/r1?access_token=${short}`,
+    );
+    const zenml = await open(t, `/compat/zenml/api/v1/runs/r1/events/stream?access_token=${short}`);
+    await closedWithin(om, 10_000);
+    await closedWithin(zenml, 10_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt * 1000);
+    // OpenMetadata's UI reconnects at once after maxDuration, so that is what it is told.
+    const last = JSON.parse(om.events.at(-1)!.data) as {
+      eventType: string;
+      reason: string;
+      message: string;
+    };
+    expect(last).toMatchObject({ eventType: 'complete', reason: 'maxDuration' });
+    expect(last.message).toMatch(/token expired/);
+    // ZenML's client resumes a body that ends without `end`: no end frame, so it reconnects.
+    expect(zenml.events.some((event) => event.event === 'end' || event.event === 'error')).toBe(
+      false,
+    );
   });
 
   it('shows a token only the runs feed entries of pipelines it may read', async () => {
