@@ -14,25 +14,8 @@ import { freshDatabase, pgAdmin as admin, POSTGRES_SERVER as SERVER } from '../h
 const open: (url: string, options?: PostgresStoreOptions) => Promise<Store> = (url, options) =>
   PostgresStore.open(url, options);
 
-runStoreContract('postgres', async () => {
-  const database = await freshDatabase();
-  const opened: Store[] = [await open(database.url)];
-  return {
-    store: opened[0]!,
-    reopen: async () => {
-      const store = await open(database.url);
-      opened.push(store);
-      return store;
-    },
-    cleanup: async () => {
-      for (const store of opened) await store.close();
-      await database.drop();
-    },
-  };
-});
-
-// What several replicas on one database can break, which one SQLite process never meets.
-runReplicaStoreContract('postgres', async () => {
+/** Stores opened on one fresh database, all closed and the database dropped by `cleanup`. */
+async function storesOnFreshDatabase() {
   const database = await freshDatabase();
   const opened: Store[] = [];
   return {
@@ -46,7 +29,15 @@ runReplicaStoreContract('postgres', async () => {
       await database.drop();
     },
   };
+}
+
+runStoreContract('postgres', async () => {
+  const stores = await storesOnFreshDatabase();
+  return { store: await stores.open(), reopen: stores.open, cleanup: stores.cleanup };
 });
+
+// What several replicas on one database can break, which one SQLite process never meets.
+runReplicaStoreContract('postgres', storesOnFreshDatabase);
 
 describe('PostgresStore', () => {
   const cleanups: (() => Promise<void>)[] = [];
