@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Command } from 'commander';
 import { TailwaterClient } from '../client/http-client.js';
 import { TailwaterError } from '../model/errors.js';
+import { readSecretFile, SecretFileError } from '../model/secret-file.js';
 
 /** A bad argument the user can fix: printed as one line, exit status 2. */
 export class UsageError extends Error {
@@ -41,17 +41,12 @@ export function addClientOptions(command: Command): Command {
 export function tokenOf(flags: ClientFlags): string | undefined {
   if (flags.token) return flags.token;
   if (!flags.tokenFile) return undefined;
-  let text: string;
   try {
-    text = readFileSync(flags.tokenFile, 'utf8');
+    return readSecretFile(flags.tokenFile);
   } catch (error) {
-    throw new UsageError(
-      `--token-file: cannot read ${flags.tokenFile} (${(error as NodeJS.ErrnoException).code ?? 'error'}).`,
-    );
+    if (error instanceof SecretFileError) throw new UsageError(`--token-file: ${error.message}`);
+    throw error;
   }
-  const token = text.split(/\r?\n/)[0]!.trim();
-  if (token === '') throw new UsageError(`--token-file: ${flags.tokenFile} holds no token.`);
-  return token;
 }
 
 /** The server URL, checked, without a trailing slash. */

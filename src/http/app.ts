@@ -69,9 +69,12 @@ export async function buildApp(
   limitConnectionsPerClient(app.server, settings.maxConnectionsPerClient, isTrustedProxy(proxies));
   registerBodyParsers(app, settings.maxBodyBytesInFlight);
   registerErrorHandling(app);
-  registerOriginPolicy(app, settings);
   const verify = tokenVerifier(settings);
-  registerAuth(app, verify, settings.authFailuresPerMinute);
+  registerOriginPolicy(app, settings, verify !== undefined);
+  registerAuth(app, verify, {
+    failuresPerMinute: settings.authFailuresPerMinute,
+    metricsToken: settings.metricsToken,
+  });
   if (verify && settings.appendsPerMinutePerToken > 0) {
     await limitAppendsPerToken(app, settings.appendsPerMinutePerToken);
   }

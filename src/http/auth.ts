@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TailwaterError } from '../model/errors.js';
 import type { Action } from '../model/scopes.js';
@@ -117,13 +118,15 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 export function registerAuth(
   app: FastifyInstance,
   verify: VerifyToken | undefined,
-  failuresPerMinute: number,
+  options: { failuresPerMinute: number; metricsToken: string },
 ): void {
   if (!verify) return;
-  const failures = new AuthFailures(failuresPerMinute);
+  const failures = new AuthFailures(options.failuresPerMinute);
+  const isMetricsToken = fixedTokenMatcher(options.metricsToken);
   app.addHook('onRequest', async (request) => {
     const found = needOf(request);
     if (found !== 'declared' && found.kind === 'public') return;
+    if (request.routeOptions.url === METRICS_ROUTE && isMetricsToken(request)) return;
     const wait = failures.retryAfter(request.ip);
     if (wait > 0) {
       throw new TailwaterError(
@@ -152,6 +155,22 @@ export function registerAuth(
     request.tokenHolder = holder;
     await authorize(request, found, holder);
   });
+}
+
+const METRICS_ROUTE = '/metrics';
+
+/**
+ * Whether the request's bearer token is the configured fixed token (never, when none is). Both
+ * sides are hashed first so the comparison takes the same time whatever the guess.
+ */
+function fixedTokenMatcher(fixed: string): (request: FastifyRequest) => boolean {
+  if (fixed === '') return () => false;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(fixed);
+  return (request) => {
+    const match = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '');
+    return match !== null && timingSafeEqual(digest(match[1]!), expected);
+  };
 }
 
 /** 403 unless the token's grants allow what the route needs. */

@@ -14,6 +14,17 @@ import type { Settings } from '../model/settings.js';
  */
 export type OriginSettings = Pick<Settings, 'host' | 'allowedHosts' | 'allowedOrigins'>;
 
+/**
+ * Without authentication, pages on other loopback ports (a dashboard on a dev server) may call
+ * the API. With it, none may unless named: SameSite cookies ignore ports, so any local page
+ * would otherwise read with the signed-in user's session cookie.
+ */
+export const LOOPBACK_ORIGINS = ['http://localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*'];
+
+export function allowedOriginsOf(settings: OriginSettings, authOn: boolean): readonly string[] {
+  return settings.allowedOrigins ?? (authOn ? [] : LOOPBACK_ORIGINS);
+}
+
 const WILDCARD_ADDRESSES = new Set(['0.0.0.0', '::', '[::]', '']);
 const EXPOSED_HEADERS = 'Link, Retry-After, Content-Disposition';
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE';
@@ -86,10 +97,15 @@ function isSameOrigin(origin: string, host: string | undefined): boolean {
   }
 }
 
-export function registerOriginPolicy(app: FastifyInstance, settings: OriginSettings): void {
+export function registerOriginPolicy(
+  app: FastifyInstance,
+  settings: OriginSettings,
+  authOn: boolean,
+): void {
   const hostAllowed = hostMatcher(settings);
-  const originAllowed = originMatcher(settings.allowedOrigins);
-  const originNamed = originMatcher(settings.allowedOrigins.filter((pattern) => pattern !== '*'));
+  const allowed = allowedOriginsOf(settings, authOn);
+  const originAllowed = originMatcher(allowed);
+  const originNamed = originMatcher(allowed.filter((pattern) => pattern !== '*'));
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const host = request.headers.host;

@@ -37,6 +37,14 @@ export const settingsSchema = z.strictObject({
   /** When set, a token's `iss` / `aud` must be this. */
   authIssuer: z.string().default(''),
   authAudience: z.string().default(''),
+  /**
+   * A fixed bearer token that may read /metrics and nothing else (16 characters at least), for
+   * a Prometheus scrape job's `authorization.credentials_file`; admin tokens may read it too.
+   */
+  metricsToken: z
+    .string()
+    .refine((value) => value === '' || value.length >= 16, 'must be 16 characters at least')
+    .default(''),
   /** TLS: the PEM certificate (chain) and private key files; both, or neither (plain HTTP). */
   tlsCert: z.string().default(''),
   tlsKey: z.string().default(''),
@@ -87,11 +95,10 @@ export const settingsSchema = z.strictObject({
   allowedHosts: z.array(z.string().min(1)).default([]),
   /**
    * Origins other than the server's own whose pages may call the API (CORS): exact origins,
-   * `scheme://host:*` for any port, or `*`. A request from any other origin is 403.
+   * `scheme://host:*` for any port, or `*`. A request from any other origin is 403. Unset: pages
+   * on other loopback ports without authentication, none with it (docs/SECURITY.md).
    */
-  allowedOrigins: z
-    .array(z.string().min(1))
-    .default(['http://localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*']),
+  allowedOrigins: z.array(z.string().min(1)).optional(),
 
   // Streaming engine
   heartbeatSeconds: seconds.positive().default(25),

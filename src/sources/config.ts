@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { readSecretFile, SecretFileError } from '../model/secret-file.js';
 import { SettingsError } from '../model/settings.js';
 
 /** A STOMP subscription (ActiveMQ) whose messages become events of a topic. */
@@ -11,6 +12,8 @@ export const stompSourceSchema = z.strictObject({
   port: z.number().int().min(1).max(65535).default(61613),
   login: z.string().default('admin'),
   passcode: z.string().default('admin'),
+  /** A file whose first line is the passcode (a secrets mount), instead of `passcode`. */
+  passcodeFile: z.string().min(1).optional(),
   /** The STOMP virtual host header. */
   vhost: z.string().default('/'),
   destination: z.string().min(1).default('/topic/ICEBERG_METADATA_EVENTS'),
@@ -49,8 +52,9 @@ function parseSources(where: string, value: unknown): SourceConfig[] {
 
 /**
  * The `sources` of the config file, or of TAILWATER_SOURCES (JSON) which replaces them.
- * TAILWATER_STOMP_LOGIN and TAILWATER_STOMP_PASSCODE override the secrets of every STOMP source,
- * so they need not sit in a file.
+ * TAILWATER_STOMP_LOGIN and TAILWATER_STOMP_PASSCODE (or TAILWATER_STOMP_PASSCODE_FILE) override
+ * the credentials of every STOMP source, so they need not sit in the config file; a source's
+ * `passcodeFile` is read here, at start.
  */
 export function loadSources(
   configFile: string | undefined,
@@ -72,9 +76,24 @@ export function loadSources(
     }
     sources = parseSources('TAILWATER_SOURCES', value);
   }
-  return sources.map((source) => ({
+  const passcodeFile = env['TAILWATER_STOMP_PASSCODE_FILE'];
+  return sources.map(({ passcodeFile: ownFile, ...source }) => ({
     ...source,
     login: env['TAILWATER_STOMP_LOGIN'] ?? source.login,
-    passcode: env['TAILWATER_STOMP_PASSCODE'] ?? source.passcode,
+    passcode:
+      env['TAILWATER_STOMP_PASSCODE'] ??
+      passcodeFrom('TAILWATER_STOMP_PASSCODE_FILE', passcodeFile) ??
+      passcodeFrom(`sources: ${source.name ?? source.topic}: passcodeFile`, ownFile) ??
+      source.passcode,
   }));
+}
+
+function passcodeFrom(where: string, file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    return readSecretFile(file);
+  } catch (error) {
+    if (error instanceof SecretFileError) throw new SettingsError(`${where}: ${error.message}`);
+    throw error;
+  }
 }

@@ -259,6 +259,26 @@ describe('scopes', () => {
     expect((await t.app.inject({ url: '/metrics', headers: admin })).statusCode).toBe(200);
   });
 
+  it('lets the fixed metricsToken read /metrics and nothing else; a wrong one is 401', async () => {
+    const metricsToken = 'a-scrape-token-for-prometheus';
+    const t = await start({ metricsToken });
+    const scrape = await t.app.inject({ url: '/metrics', headers: bearer(metricsToken) });
+    expect(scrape.statusCode).toBe(200);
+    expect(scrape.body).toMatch(/^# HELP tailwater_/m);
+    const elsewhere = await t.app.inject({
+      url: '/api/v1/pipelines',
+      headers: bearer(metricsToken),
+    });
+    expect(elsewhere.statusCode).toBe(401);
+    const cookie = await t.app.inject({
+      url: '/metrics',
+      headers: { cookie: `tailwater_token=${metricsToken}` },
+    });
+    expect(cookie.statusCode).toBe(401);
+    const wrong = await t.app.inject({ url: '/metrics', headers: bearer(`${metricsToken}x`) });
+    expect(wrong.statusCode).toBe(401);
+  });
+
   it('filters the pipeline and topic listings: a token does not learn what it may not read exists', async () => {
     const t = await start();
     for (const fqn of ['etl.daily', 'etl.hourly', 'ml.train']) {
@@ -389,6 +409,30 @@ describe('the dialects with authentication', () => {
       headers: bearer(await token({ read: ['topic:other'] })),
     });
     expect(refused.statusCode).toBe(403);
+  });
+});
+
+describe('cross-origin pages with authentication on', () => {
+  it('refuses pages of other loopback ports by default (a cookie is sent to any port), and allows a named one with credentials', async () => {
+    const t = await start();
+    const reader = bearer(await token({ read: ['*'] }));
+    const devServer = { origin: 'http://localhost:5173' };
+    const refused = await t.app.inject({
+      url: '/api/v1/pipelines',
+      headers: { ...reader, ...devServer },
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ error: { code: 'TW_FORBIDDEN_ORIGIN' } });
+    expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+
+    const named = await start({ allowedOrigins: ['http://localhost:5173'] });
+    const allowed = await named.app.inject({
+      url: '/api/v1/pipelines',
+      headers: { ...reader, ...devServer },
+    });
+    expect(allowed.statusCode).toBe(200);
+    expect(allowed.headers['access-control-allow-origin']).toBe('http://localhost:5173');
+    expect(allowed.headers['access-control-allow-credentials']).toBe('true');
   });
 });
 
