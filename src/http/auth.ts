@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TailwaterError } from '../model/errors.js';
 import type { Action } from '../model/scopes.js';
 import { allows, pipelineResource, topicResource } from '../model/scopes.js';
+import { RUNS_FEED_TOPIC } from '../store/store.js';
 import { pipelineParam, topicParam } from './params.js';
 import { AuthFailures } from './auth-failures.js';
 import type { TokenHolder, VerifyToken } from './token-verifier.js';
@@ -59,7 +60,11 @@ function needOf(request: FastifyRequest): RouteNeed | 'declared' {
     return { kind: 'scope', action, resource: pipelineResource(pipelineParam(params.fqn)) };
   }
   if (params.topic !== undefined) {
-    return { kind: 'scope', action, resource: topicResource(topicParam(params.topic)) };
+    const topic = topicParam(params.topic);
+    // The runs feed names every pipeline's runs: read as a topic, only an admin may; others
+    // read it through /api/v1/runs/stream, which shows each token only its own pipelines.
+    if (topic === RUNS_FEED_TOPIC) return { kind: 'scope', action: 'admin', resource: '*' };
+    return { kind: 'scope', action, resource: topicResource(topic) };
   }
   return { kind: 'scope', action: 'admin', resource: '*' };
 }
@@ -126,7 +131,6 @@ export function registerAuth(
   app.addHook('onRequest', async (request) => {
     const found = needOf(request);
     if (found !== 'declared' && found.kind === 'public') return;
-    if (request.routeOptions.url === METRICS_ROUTE && isMetricsToken(request)) return;
     const wait = failures.retryAfter(request.ip);
     if (wait > 0) {
       throw new TailwaterError(
@@ -135,6 +139,8 @@ export function registerAuth(
         { 'Retry-After': String(wait) },
       );
     }
+    // After the lock-out check, so a locked-out address cannot go on guessing this one either.
+    if (request.routeOptions.url === METRICS_ROUTE && isMetricsToken(request)) return;
     const token = tokenOf(request);
     if (token === undefined) {
       throw new TailwaterError(
@@ -192,7 +198,10 @@ async function authorize(
       'TW_FORBIDDEN',
       need.action === 'admin'
         ? 'This token may not do this: it needs admin.'
-        : `This token may not ${need.action} ${need.resource}.`,
+        : found === 'declared'
+          ? // The URL did not name the pipeline (a ZenML run id, a Freight deploy): neither does this.
+            `This token may not ${need.action} this.`
+          : `This token may not ${need.action} ${need.resource}.`,
     );
   }
 }
@@ -200,4 +209,9 @@ async function authorize(
 /** Whether the request may read `resource` (always, with authentication off). */
 export function mayRead(request: FastifyRequest, resource: string): boolean {
   return request.tokenHolder === undefined || allows(request.tokenHolder.grants, 'read', resource);
+}
+
+/** Whether the request may do what needs admin (always, with authentication off). */
+export function isAdmin(request: FastifyRequest): boolean {
+  return request.tokenHolder === undefined || allows(request.tokenHolder.grants, 'admin', '*');
 }

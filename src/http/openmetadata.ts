@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EndInfo, FrameEncoder } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
 import { isCursor, parseCursor } from '../model/cursor.js';
@@ -7,6 +7,7 @@ import type { Entry } from '../model/entry.js';
 import type { ErrorCode } from '../model/errors.js';
 import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
 import { validateRunId } from '../model/names.js';
+import { pipelineResource } from '../model/scopes.js';
 import { runKey } from '../model/stream-key.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
@@ -173,6 +174,18 @@ export class OpenMetadataEncoder implements FrameEncoder {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A UUID path segment names a pipeline by id (one index probe), anything else by FQN. */
+/**
+ * The scope a route needs, for the pipeline it names by FQN or by id: a grant is over FQNs, so
+ * an id is looked up first (auth.ts), or a glob could match an id's text instead of its name.
+ */
+function pipelineScope(store: Store) {
+  return async (request: FastifyRequest): Promise<string> => {
+    const fqnOrId = (request.params as { fqn: string }).fqn;
+    const byId = UUID.test(fqnOrId) ? await store.pipelineById(fqnOrId) : undefined;
+    return pipelineResource(byId ?? pipelineParam(fqnOrId));
+  };
+}
+
 async function resolvePipeline(store: Store, fqnOrId: string): Promise<string> {
   if (UUID.test(fqnOrId)) {
     const fqn = await store.pipelineById(fqnOrId);
@@ -214,8 +227,9 @@ const PAGE_BYTES = 4 * 1024 * 1024;
 export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, hub } = deps;
   registerErrorHandler(app, openMetadataErrorBody);
+  const scoped = { config: { resource: pipelineScope(store) } };
 
-  app.get(`${OPENMETADATA_PREFIX}/:fqn/stream/:runId`, async (request, reply) => {
+  app.get(`${OPENMETADATA_PREFIX}/:fqn/stream/:runId`, scoped, async (request, reply) => {
     const params = request.params as { fqn: string; runId: string };
     // An unknown pipeline is a 404; once it is known, a refusal is an `error` event on a 200
     // stream, as in the original (OpenMetadata's UI takes a 503 as "this server cannot stream"
@@ -248,7 +262,7 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
 
   // A page of the latest run's log from byte `after`: `after` is where the next page starts,
   // absent on the last one, and `total` the log's length, both in bytes.
-  app.get(`${OPENMETADATA_PREFIX}/:fqn/last`, async (request) => {
+  app.get(`${OPENMETADATA_PREFIX}/:fqn/last`, scoped, async (request) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const query = request.query as Query;
     const run = (await store.latestRun(fqn))!;
@@ -278,7 +292,7 @@ export async function openMetadataRoutes(app: FastifyInstance, deps: AppDeps): P
     };
   });
 
-  app.get(`${OPENMETADATA_PREFIX}/:fqn/last/download`, async (request, reply) => {
+  app.get(`${OPENMETADATA_PREFIX}/:fqn/last/download`, scoped, async (request, reply) => {
     const fqn = await resolvePipeline(store, (request.params as { fqn: string }).fqn);
     const run = (await store.latestRun(fqn))!;
     return reply

@@ -1,9 +1,10 @@
 import { pipelineResource, topicResource } from '../model/scopes.js';
-import { mayRead } from './auth.js';
+import { isAdmin, mayRead } from './auth.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
 import { RUN_STATUSES } from '../model/run.js';
+import { RUNS_FEED_TOPIC } from '../store/store.js';
 import { parseBody } from './body.js';
 import type { BodyConfig } from './body.js';
 import type { AppDeps } from './deps.js';
@@ -79,7 +80,9 @@ export async function runRoutes(
   app.get('/api/v1/topics', async (request) => {
     const page = pageParams(request.query as Query, { default: 100, max: 1000 });
     const { items, next } = await store.listTopics(page);
-    const topics = items.filter((topic) => mayRead(request, topicResource(topic)));
+    const topics = items.filter((topic) =>
+      topic === RUNS_FEED_TOPIC ? isAdmin(request) : mayRead(request, topicResource(topic)),
+    );
     return { topics, ...(next === undefined ? {} : { next }) };
   });
 

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { TailwaterError } from '../model/errors.js';
 import type { FastifyReply } from 'fastify';
 import type { FrameEncoder } from '../engine/frames.js';
 import type { Hub, StartPosition, SubscribeRequest } from '../engine/hub.js';
@@ -117,6 +118,15 @@ export async function streamTo(
 ): Promise<void> {
   const { ip: client, tokenHolder } = reply.request;
   const expiresAt = tokenHolder?.expiresAt;
+  // Requests allow for clocks past exp; a stream does not: it would end at once, and a client
+  // that reconnects with the same token would open and end streams until the allowance ran out.
+  if (expiresAt !== undefined && expiresAt <= Date.now()) {
+    throw new TailwaterError(
+      'TW_UNAUTHENTICATED',
+      'The token has expired; open the stream with a fresh token and the last cursor.',
+      { 'WWW-Authenticate': 'Bearer realm="tailwater", error="invalid_token"' },
+    );
+  }
   const token = tokenHolder?.key;
   await hub.subscribe({ key, start, filter, encoder, client, token, expiresAt }, () => {
     reply.hijack();

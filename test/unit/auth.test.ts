@@ -301,6 +301,48 @@ describe('scopes', () => {
   });
 });
 
+describe('the runs feed as a topic', () => {
+  it('is read as a topic by admin tokens only, and listed to them only: it names every pipeline', async () => {
+    const t = await start();
+    await t.ingest.appendLog('ml.secret', 'r1', { text: 'x\n' });
+    const anyTopic = bearer(await token({ read: ['topic:*', 'pipeline:etl.*'] }));
+    for (const url of ['/api/v1/topics/_runs/entries', '/api/v1/topics/_runs/stream']) {
+      const refused = await t.app.inject({ url, headers: anyTopic });
+      expect(refused.statusCode).toBe(403);
+    }
+    const listed = await t.app.inject({ url: '/api/v1/topics', headers: anyTopic });
+    expect(listed.json<{ topics: string[] }>().topics).not.toContain('_runs');
+    const admin = bearer(await token({ admin: true }));
+    const entries = await t.app.inject({ url: '/api/v1/topics/_runs/entries', headers: admin });
+    expect(entries.statusCode).toBe(200);
+    expect(entries.body).toContain('ml.secret');
+    const adminList = await t.app.inject({ url: '/api/v1/topics', headers: admin });
+    expect(adminList.json<{ topics: string[] }>().topics).toContain('_runs');
+  });
+});
+
+describe('OpenMetadata pipelines named by id', () => {
+  it('checks the scope of the pipeline the id names, not the text of the id', async () => {
+    const t = await start();
+    await t.ingest.appendLog('etl.daily', 'r1', { text: 'etl log\n' });
+    await t.ingest.appendLog('ml.train', 'r1', { text: 'ml log\n' });
+    const idOf = async (fqn: string) =>
+      (await t.store.listPipelines({ limit: 10 })).items.find((p) => p.fqn === fqn)!.id;
+    const last = (id: string) =>
+      `/compat/openmetadata/api/v1/services/ingestionPipelines/logs/${id}/last`;
+    const etl = bearer(await token({ read: ['pipeline:etl.*'] }));
+    const byId = await t.app.inject({ url: last(await idOf('etl.daily')), headers: etl });
+    expect(byId.statusCode).toBe(200);
+    expect(byId.json()).toMatchObject({ ingestion_task: 'etl log\n' });
+    // A glob that matches the id's first character but not the pipeline's name.
+    const mlId = await idOf('ml.train');
+    const idGlob = bearer(await token({ read: [`pipeline:${mlId[0]}*`] }));
+    const refused = await t.app.inject({ url: last(mlId), headers: idGlob });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.body).not.toContain('ml log');
+  });
+});
+
 describe('the dashboard session', () => {
   it('signs in with a valid token into an HttpOnly, SameSite=Strict cookie that then authenticates', async () => {
     const t = await start();
@@ -363,6 +405,8 @@ describe('the dialects with authentication', () => {
     const other = bearer(await token({ read: ['pipeline:ml.*'] }));
     const refused = await t.app.inject({ url: stream, headers: other });
     expect(refused.statusCode).toBe(403);
+    // The URL named only a run id: the refusal does not name the pipeline behind it.
+    expect(refused.body).not.toContain('etl.daily');
     // An unknown run is filed under the zenmlPipeline setting: that is its scope.
     const post = (headers: Record<string, string>) =>
       t.app.inject({
@@ -507,5 +551,19 @@ describe('signing in with a token just past its exp', () => {
     expect(signIn.statusCode).toBe(401);
     expect(signIn.headers['set-cookie']).toBeUndefined();
     expect((await t.app.inject({ url: RUN, headers: bearer(justExpired) })).statusCode).toBe(404);
+  });
+
+  it('opens no stream with it (401), so a client reconnecting with it is told to get a new one', async () => {
+    const t = await start();
+    await t.ingest.appendLog('etl.daily', 'r1', { text: 'x\n' });
+    const justExpired = await token(
+      { read: ['*'] },
+      { expiresIn: Math.floor(Date.now() / 1000) - 5 },
+    );
+    const stream = await t.app.inject({ url: `${RUN}/stream`, headers: bearer(justExpired) });
+    expect(stream.statusCode).toBe(401);
+    expect(stream.json()).toMatchObject({ error: { code: 'TW_UNAUTHENTICATED' } });
+    expect(stream.json<{ error: { message: string } }>().error.message).toMatch(/expired/);
+    expect(t.hub.activeConnections).toBe(0);
   });
 });
