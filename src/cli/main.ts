@@ -6,6 +6,7 @@ import { migrateCommand } from './migrate.js';
 import { publishCommand } from './publish.js';
 import { runCommandLine } from './run.js';
 import { runsCommand } from './runs.js';
+import { searchCommand } from './search.js';
 import { serveCommand } from './serve.js';
 import { tailCommand } from './tail.js';
 import { tokenCommand } from './token.js';
@@ -63,6 +64,7 @@ export async function main(argv: string[]): Promise<void> {
   tailCommand(program);
   publishCommand(program);
   runsCommand(program);
+  searchCommand(program);
   migrateCommand(program);
   try {
     await program.parseAsync(argv);

@@ -8,6 +8,7 @@ import { SettingsError } from '../model/settings.js';
 import type { SourceConfig } from '../sources/config.js';
 import { StompSource } from '../sources/stomp.js';
 import { RetentionLoop } from '../store/retention.js';
+import { SearchIndexer } from '../engine/search-indexer.js';
 import { Leadership } from '../engine/leader.js';
 import type { LedTask } from '../engine/leader.js';
 import { canLease } from '../store/lease.js';
@@ -96,12 +97,18 @@ export async function startServer(
   const retention = new RetentionLoop(store, settings, (error) =>
     app.log.error({ err: error }, 'retention failed'),
   );
+  const indexer = new SearchIndexer(store, {
+    intervalSeconds: settings.searchIndexSeconds,
+    onError: (error) => app.log.error({ err: error }, 'search indexing failed'),
+  });
   const led = [
     ...sources.map((source) => ({ name: `source:${source.name}`, task: source })),
     {
       name: 'retention',
       task: { start: () => retention.start(), stop: () => retention.stop() },
     },
+    // One indexer per fleet: the index is in the shared store.
+    { name: 'search-index', task: indexer },
   ].map(({ name, task }) =>
     canLease(store) ? new Leadership(store, name, task, LEASE_RETRY_MS, info) : runAlways(task),
   );

@@ -1,5 +1,6 @@
 import type { Entry, NewEvent } from '../model/entry.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
+import type { SearchPage } from '../model/search-result.js';
 import { TailwaterClientError } from './errors.js';
 
 export interface ClientOptions {
@@ -41,6 +42,19 @@ export function targetPath(target: Target): string {
   return 'topic' in target
     ? `/api/v1/topics/${encodeURIComponent(target.topic)}`
     : runPath(target.pipeline, target.runId);
+}
+
+export interface SearchOptions {
+  regex?: boolean | undefined;
+  /** A glob over pipeline FQNs (`etl.*`). */
+  pipeline?: string | undefined;
+  status?: readonly RunStatus[] | undefined;
+  /** Run start times: ISO-8601, or a span back from now (`7d`). */
+  since?: string | undefined;
+  until?: string | undefined;
+  kind?: 'log' | 'event' | 'all' | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 /**
@@ -123,6 +137,16 @@ export class TailwaterClient {
         `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs${suffix}`,
       )
     ).runs;
+  }
+
+  /** One page of a search across every run (docs/SEARCH.md); `cursor` is the last page's `next`. */
+  search(q: string, options: SearchOptions = {}): Promise<SearchPage> {
+    const query = new URLSearchParams({ q });
+    for (const [name, value] of Object.entries(options)) {
+      if (value === undefined) continue;
+      query.set(name, Array.isArray(value) ? value.join(',') : String(value));
+    }
+    return this.request('GET', `/api/v1/search?${query}`);
   }
 
   async entries(

@@ -20,6 +20,7 @@ import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
 import { openMetadataRoutes } from './openmetadata.js';
 import { registerOriginPolicy } from './origin.js';
+import { searchRoutes } from './search.js';
 import { readRoutes } from './read.js';
 import { runRoutes } from './runs.js';
 import { registerSecurityHeaders } from './security-headers.js';
@@ -85,6 +86,7 @@ export async function buildApp(
   await app.register(appendRoutes, deps);
   await app.register(readRoutes, deps);
   await app.register(nativeStreamRoutes, deps);
+  await app.register(searchRoutes, deps);
   // One plugin per seed system's dialect, each only an encoder over the same engine.
   await app.register(openMetadataRoutes, deps);
   await app.register(zenmlRoutes, deps);

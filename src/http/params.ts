@@ -98,7 +98,7 @@ export function pageParams(query: Query, options: { default: number; max: number
   return { after, limit: intParam(query, 'limit', { min: 1, ...options }) };
 }
 
-function single(query: Query, name: string): string | undefined {
+export function single(query: Query, name: string): string | undefined {
   const raw = query[name];
   if (Array.isArray(raw)) {
     throw new TailwaterError('TW_BAD_QUERY', `The query parameter ${name} may be given once.`);

@@ -100,6 +100,12 @@ export const settingsSchema = z.strictObject({
    */
   allowedOrigins: z.array(z.string().min(1)).optional(),
 
+  /**
+   * How often the search indexer looks for entries to index once it has caught up (it runs
+   * without pause while any are waiting); docs/SEARCH.md.
+   */
+  searchIndexSeconds: seconds.positive().default(0.5),
+
   // Streaming engine
   heartbeatSeconds: seconds.positive().default(25),
   pollSeconds: seconds.positive().default(2),

@@ -104,6 +104,41 @@ CREATE TABLE store_meta (
 INSERT INTO store_meta (key, value) VALUES ('epoch', ${NEW_EPOCH_SQL});
 `,
   },
+  {
+    version: 3,
+    name: 'search index',
+    sql: `
+-- The search index (docs/SEARCH.md, postgres-search.ts): documents of whole log lines and of
+-- events, their trigrams in a GIN index; how far each run is indexed, and the runs with more
+-- to index. pg_trgm is a trusted extension: the database's owner may create it.
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+ALTER TABLE streams ADD COLUMN search_seq bigint NOT NULL DEFAULT 0;
+CREATE INDEX streams_to_index ON streams (id) WHERE type = 'run' AND search_seq < last_seq;
+CREATE UNIQUE INDEX runs_by_position ON runs (position);
+CREATE INDEX runs_by_stream ON runs (stream_id);
+CREATE INDEX runs_by_created ON runs (created_at);
+CREATE TABLE search_runs (
+  stream_id      bigint PRIMARY KEY,
+  next_line      bigint NOT NULL,
+  pending_offset bigint NOT NULL,
+  line_offset    bigint NOT NULL,
+  line_column    bigint NOT NULL,
+  pending_text   text   NOT NULL,
+  documents      bigint NOT NULL
+);
+CREATE TABLE search_docs (
+  id       bigint PRIMARY KEY,
+  kind     text   NOT NULL,
+  seq      bigint,
+  line     bigint,
+  "offset" bigint,
+  line_offset bigint,
+  line_column bigint,
+  text     text   NOT NULL
+);
+CREATE INDEX search_docs_trigrams ON search_docs USING gin (text gin_trgm_ops);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -10,6 +10,7 @@ import type { StreamKey } from '../model/stream-key.js';
 import { describeStream, runKey, streamId, topicKey } from '../model/stream-key.js';
 import type { Lease, LeaseStore } from './lease.js';
 import { tryPostgresLease } from './postgres-lease.js';
+import { PostgresSearch } from './postgres-search.js';
 import type { Migration } from './postgres-schema.js';
 import {
   LOCK_NAMESPACE,
@@ -38,6 +39,8 @@ import {
 import type {
   AppendEventsResult,
   AppendLogResult,
+  IndexLimits,
+  IndexResult,
   ListRunsRequest,
   LogChunk,
   LogChunkPosition,
@@ -46,6 +49,9 @@ import type {
   PutRunResult,
   ReadEntriesOptions,
   RunUpdate,
+  SearchDocument,
+  SearchDocumentsRequest,
+  SearchIndexStatus,
   Store,
   StreamBounds,
   TrimPolicy,
@@ -251,6 +257,10 @@ export class PostgresStore implements Store, LeaseStore {
   private closed = false;
   /** Per stream (streamId), the end of this process's last write to it. */
   private readonly writing = new Map<string, Promise<void>>();
+  private readonly search = new PostgresSearch({
+    rows: (config) => this.rows(config),
+    withClient: (body) => this.withClient(body),
+  });
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -709,6 +719,20 @@ export class PostgresStore implements Store, LeaseStore {
   }
 
   /** One holder among every server on this database (postgres-lease.ts). */
+  // ---- search ----------------------------------------------------------------------------
+
+  indexForSearch(limits: IndexLimits): Promise<IndexResult> {
+    return this.search.index(limits);
+  }
+
+  searchIndexStatus(): Promise<SearchIndexStatus> {
+    return this.search.status();
+  }
+
+  searchDocuments(request: SearchDocumentsRequest): Promise<SearchDocument[]> {
+    return this.search.documents(request);
+  }
+
   async tryLease(name: string): Promise<Lease | undefined> {
     this.checkOpen();
     try {

@@ -9,7 +9,9 @@ CREATE TABLE IF NOT EXISTS streams (
   key       TEXT    NOT NULL UNIQUE,
   last_seq  INTEGER NOT NULL DEFAULT 0,
   first_seq INTEGER NOT NULL DEFAULT 1,
-  log_bytes INTEGER NOT NULL DEFAULT 0
+  log_bytes INTEGER NOT NULL DEFAULT 0,
+  -- How far the search index has reached (sqlite-search.ts).
+  search_seq INTEGER NOT NULL DEFAULT 0
 );
 
 -- The store's epoch (docs/STORAGE.md): made with the database, renewed after a restore.

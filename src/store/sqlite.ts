@@ -13,9 +13,12 @@ import { WalCheckpointer } from './sqlite-checkpointer.js';
 import type { Lease, LeaseStore } from './lease.js';
 import { LocalLeases } from './lease.js';
 import { SCHEMA } from './sqlite-schema.js';
+import { SEARCH_SCHEMA, SqliteSearch, addSearchColumn } from './sqlite-search.js';
 import type {
   AppendEventsResult,
   AppendLogResult,
+  IndexLimits,
+  IndexResult,
   ListRunsRequest,
   LogChunk,
   LogChunkPosition,
@@ -24,6 +27,9 @@ import type {
   PutRunResult,
   ReadEntriesOptions,
   RunUpdate,
+  SearchDocument,
+  SearchDocumentsRequest,
+  SearchIndexStatus,
   Store,
   StreamBounds,
   TrimPolicy,
@@ -238,6 +244,7 @@ export class SqliteStore implements Store, LeaseStore {
   private readonly lastTimes = new Map<number, number>();
   /** Bytes the write in progress has inserted, for the checkpointer. */
   private writtenBytes = 0;
+  private readonly search: SqliteSearch;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -250,6 +257,8 @@ export class SqliteStore implements Store, LeaseStore {
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     migrate(this.db);
+    addSearchColumn(this.db);
+    this.db.exec(SEARCH_SCHEMA);
     this.epoch = readEpoch(this.db);
     this.sliced = path !== ':memory:';
     this.reader = this.sliced ? new Database(path, { readonly: true }) : this.db;
@@ -273,6 +282,7 @@ export class SqliteStore implements Store, LeaseStore {
     this.w = readStatements(this.db);
     this.write_ = writeStatements(this.db);
     this.r = this.sliced ? readStatements(this.reader) : this.w;
+    this.search = new SqliteSearch(this.db, this.reader);
   }
 
   // ---- runs ------------------------------------------------------------------------------
@@ -709,6 +719,20 @@ export class SqliteStore implements Store, LeaseStore {
       else lo = entry.seq + 1;
     }
     return lo;
+  }
+
+  // ---- search ----------------------------------------------------------------------------
+
+  indexForSearch(limits: IndexLimits): Promise<IndexResult> {
+    return this.write(() => this.search.index(limits));
+  }
+
+  async searchIndexStatus(): Promise<SearchIndexStatus> {
+    return this.search.status();
+  }
+
+  async searchDocuments(request: SearchDocumentsRequest): Promise<SearchDocument[]> {
+    return this.search.documents(request);
   }
 
   /** One process opens a SQLite store, so its leases are this process's. */

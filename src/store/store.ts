@@ -2,6 +2,7 @@ import type { Entry, NewEvent, NewLog } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
+import type { LiteralQuery } from '../model/search-query.js';
 
 /** The built-in topic that receives one `status` entry per run status change (the runs feed). */
 export const RUNS_FEED_TOPIC = '_runs';
@@ -116,6 +117,67 @@ export interface StreamBounds {
   epoch: string;
 }
 
+/** What the search index holds of a run: its log in documents of whole lines, and its events. */
+export type SearchKind = 'log' | 'event';
+
+/** A document of the search index that may match a search (search-documents.ts). */
+export interface SearchDocument {
+  /** Orders the index: newest runs first is descending id. */
+  id: number;
+  pipeline: string;
+  runId: string;
+  runStatus: RunStatus;
+  /** When the run was created (epoch ms). */
+  runCreatedAt: number;
+  kind: SearchKind;
+  /** The event's seq; null for log text. */
+  seq: number | null;
+  /** A log document's first line number (1-based) and its byte offset in the log. */
+  line: number | null;
+  offset: number | null;
+  /** For a log document that starts inside its first line: where that line began. */
+  lineOffset: number | null;
+  column: number | null;
+  text: string;
+}
+
+export interface SearchDocumentsRequest {
+  /** What every candidate contains (case-insensitive); the caller matches exactly afterwards. */
+  query: LiteralQuery;
+  /** Only documents whose id is below this (a page's cursor); absent: from the newest. */
+  beforeId?: number | undefined;
+  kind?: SearchKind | undefined;
+  /** A glob over pipeline FQNs (`*` any run of characters). */
+  pipeline?: string | undefined;
+  statuses?: readonly RunStatus[] | undefined;
+  /** Runs created at or after `since` and before `until` (epoch ms). */
+  since?: number | undefined;
+  until?: number | undefined;
+  limit: number;
+}
+
+/** How far the search index is behind what is stored. */
+export interface SearchIndexStatus {
+  /** Runs with entries not yet indexed, and how many entries. */
+  pendingRuns: number;
+  pendingEntries: number;
+  /** When the oldest entry not yet indexed was stored (epoch ms); null when none is waiting. */
+  oldestPendingAt: number | null;
+}
+
+export interface IndexLimits {
+  /** Entries, and bytes of their text, to index at most in this call (one transaction). */
+  maxEntries: number;
+  maxBytes: number;
+}
+
+export interface IndexResult {
+  entries: number;
+  documents: number;
+  /** Whether entries are left to index. */
+  more: boolean;
+}
+
 /**
  * The single source of truth. Guarantees every implementation holds (see store.contract.ts):
  * - `seq` is assigned inside the append transaction, gapless per stream from 1, and never goes
@@ -191,6 +253,16 @@ export interface Store {
    * changes. A viewer whose cursor points into removed entries is told with `gap retention`.
    */
   trimTopic(topic: string, policy: TrimPolicy): Promise<TrimResult>;
+
+  /**
+   * Search (docs/SEARCH.md). `indexForSearch` adds to the index what was stored since it last
+   * ran, a bounded amount per call, whole transactions at a time; one server of a fleet runs it.
+   * `searchDocuments` answers the documents that contain the query's literals, newest first
+   * (descending id), at most `limit`; only entries indexed are found.
+   */
+  indexForSearch(limits: IndexLimits): Promise<IndexResult>;
+  searchIndexStatus(): Promise<SearchIndexStatus>;
+  searchDocuments(request: SearchDocumentsRequest): Promise<SearchDocument[]>;
 
   /**
    * Gives the database a new epoch, so every cursor handed out before is answered with `gap

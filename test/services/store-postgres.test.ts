@@ -6,6 +6,7 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import type { PostgresStoreOptions } from '../../src/store/postgres.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/postgres-schema.js';
 import type { Store } from '../../src/store/store.js';
+import { runSearchContract } from '../unit/search.contract.js';
 import { runReplicaStoreContract, runStoreContract } from '../unit/store.contract.js';
 import { until } from '../helpers/wait.js';
 import { freshDatabase, pgAdmin as admin, POSTGRES_SERVER as SERVER } from '../helpers/postgres.js';
@@ -31,10 +32,13 @@ async function storesOnFreshDatabase() {
   };
 }
 
-runStoreContract('postgres', async () => {
+const postgresUnderTest = async () => {
   const stores = await storesOnFreshDatabase();
   return { store: await stores.open(), reopen: stores.open, cleanup: stores.cleanup };
-});
+};
+
+runStoreContract('postgres', postgresUnderTest);
+runSearchContract('postgres', postgresUnderTest);
 
 // What several replicas on one database can break, which one SQLite process never meets.
 runReplicaStoreContract('postgres', storesOnFreshDatabase);

@@ -8,6 +8,7 @@ import { topicKey } from '../../src/model/stream-key.js';
 import { READ_SQL, SqliteStore } from '../../src/store/sqlite.js';
 import type { SqliteStoreOptions } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
+import { runSearchContract } from './search.contract.js';
 import { runStoreContract } from './store.contract.js';
 
 // Compile-time guard (Mercure's style): SqliteStore satisfies the Store port. Every store in
@@ -19,7 +20,7 @@ async function tempDatabase(): Promise<{ dir: string; file: string }> {
   return { dir, file: join(dir, 'tailwater.db') };
 }
 
-runStoreContract('sqlite', async () => {
+const sqliteUnderTest = async () => {
   const { dir, file } = await tempDatabase();
   const opened: Store[] = [new StoreImplementation(file)];
   return {
@@ -34,7 +35,10 @@ runStoreContract('sqlite', async () => {
       await rm(dir, { recursive: true, force: true });
     },
   };
-});
+};
+
+runStoreContract('sqlite', sqliteUnderTest);
+runSearchContract('sqlite', sqliteUnderTest);
 
 describe('SqliteStore', () => {
   const cleanups: (() => Promise<void>)[] = [];
