@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { SearchIndexStatus } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 
 /**
@@ -9,7 +10,7 @@ import type { AppDeps } from './deps.js';
  * at scrape time, plus the process's own (RSS, heap, event-loop lag). One registry per app, so
  * several apps in one process (the tests) do not collide.
  */
-export async function metricsRoutes(app: FastifyInstance, { hub }: AppDeps): Promise<void> {
+export async function metricsRoutes(app: FastifyInstance, { hub, store }: AppDeps): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'tailwater_' });
 
@@ -74,6 +75,31 @@ export async function metricsRoutes(app: FastifyInstance, { hub }: AppDeps): Pro
     'tailwater_viewer_pending_bytes_max',
     'The most bytes any one viewer has written but not yet sent.',
     () => hub.snapshot().maxPendingBytes,
+  );
+
+  // How far search is behind what is stored (docs/SEARCH.md), read from the store at scrape
+  // time, so every replica reports the fleet's one index. A store out of reach leaves the last
+  // value rather than failing the whole scrape.
+  const searchGauge = (name: string, help: string, read: (status: SearchIndexStatus) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const status = await store.searchIndexStatus().catch(() => undefined);
+        if (status) this.set(read(status));
+      },
+    });
+  searchGauge(
+    'tailwater_search_index_lag_seconds',
+    'Age of the oldest entry stored but not yet searchable (0 when the index is current).',
+    (status) =>
+      status.oldestPendingAt === null ? 0 : Math.max(0, Date.now() - status.oldestPendingAt) / 1000,
+  );
+  searchGauge(
+    'tailwater_search_index_pending_entries',
+    'Entries stored but not yet searchable.',
+    (status) => status.pendingEntries,
   );
 
   const blocks = new LoopBlockWatch();

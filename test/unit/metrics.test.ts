@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SearchIndexer } from '../../src/engine/search-indexer.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { runStreamPath, topicStreamPath } from '../helpers/api.js';
 import { liveApps } from '../helpers/app.js';
@@ -23,6 +24,8 @@ const GAUGES = [
   'tailwater_viewers_paging',
   'tailwater_viewer_pending_bytes',
   'tailwater_viewer_pending_bytes_max',
+  'tailwater_search_index_lag_seconds',
+  'tailwater_search_index_pending_entries',
 ];
 
 const { start, open, closeAll } = liveApps({ pollSeconds: 0.05 });
@@ -150,6 +153,19 @@ describe('GET /metrics', () => {
     const second = sample(await scrape(t), 'tailwater_event_loop_block_seconds');
     expect(first).toBeGreaterThanOrEqual(0.14);
     expect(second).toBe(first);
+  });
+
+  it('reports how far the search index is behind: entries waiting and the age of the oldest, 0 once indexed', async () => {
+    const t = await start();
+    await t.ingest.appendLog('etl.daily', 'r1', { text: 'to be indexed\n' });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const behind = await scrape(t);
+    expect(sample(behind, 'tailwater_search_index_pending_entries')).toBeGreaterThan(0);
+    expect(sample(behind, 'tailwater_search_index_lag_seconds')).toBeGreaterThan(0);
+    await new SearchIndexer(t.store, { intervalSeconds: 1 }).catchUp();
+    const current = await scrape(t);
+    expect(sample(current, 'tailwater_search_index_pending_entries')).toBe(0);
+    expect(sample(current, 'tailwater_search_index_lag_seconds')).toBe(0);
   });
 
   it("includes the process's default metrics, prefixed tailwater_", async () => {
