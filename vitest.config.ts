@@ -22,6 +22,8 @@ const BACKEND_SUITES = [
   'test/unit/log-text-nul.test.ts',
   'test/unit/auth.test.ts',
   'test/unit/auth-streams.test.ts',
+  'test/unit/run-delete.test.ts',
+  'test/unit/http-search.test.ts',
 ];
 
 export default defineConfig({

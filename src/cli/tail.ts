@@ -101,6 +101,10 @@ async function runTail(fqn: string, runIdArg: string, flags: TailFlags): Promise
   if (!end) return EXIT_INTERRUPTED;
   printer.finish();
 
+  if (end.reason === 'runDeleted') {
+    notice(`run ${runId} of ${fqn} was deleted`);
+    return 1;
+  }
   let status = end.status;
   if (status === undefined) {
     try {

@@ -3,7 +3,13 @@ import type { RunStatus } from '../model/run.js';
 
 /** Why a stream ended (docs/API.md, "Streaming"). */
 export type EndReason =
-  'runFinished' | 'idleTimeout' | 'maxDuration' | 'maxBytes' | 'shutdown' | 'tokenExpired';
+  | 'runFinished'
+  | 'runDeleted'
+  | 'idleTimeout'
+  | 'maxDuration'
+  | 'maxBytes'
+  | 'shutdown'
+  | 'tokenExpired';
 
 export interface EndInfo {
   reason: EndReason;

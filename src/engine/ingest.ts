@@ -51,6 +51,11 @@ export class Ingest {
     return this.ring(await this.store.requestCancel(pipeline, runId));
   }
 
+  /** Deletes a run; its viewers are told (gap, then `end runDeleted`) and the runs feed too. */
+  async deleteRun(pipeline: string, runId: string): Promise<PutRunResult> {
+    return this.ring(await this.store.deleteRun(pipeline, runId));
+  }
+
   /**
    * Appends log text, cut into entries of at most maxEventBytes at line ends. A producer id is
    * kept on the first entry, which stands for the whole append: a retry with the same id and

@@ -1,4 +1,5 @@
 import type { Entry } from '../model/entry.js';
+import type { RunStatus } from '../model/run.js';
 import type { EntryPredicate } from './filter.js';
 import type { EndInfo, FrameEncoder, GapInfo } from './frames.js';
 import type { ViewerTransport } from './viewer-transport.js';
@@ -101,6 +102,10 @@ export class Subscription {
     for (const entry of entries) {
       if (entry.seq <= this.cursor) continue;
       if (this.closed || this.overByteLimit) break;
+      if (isTombstone(entry)) {
+        this.buried(entry, now);
+        break;
+      }
       if (entry.seq > this.cursor + 1 && !sparse) {
         this.gap({ reason: 'retention', fromSeq: this.cursor + 1, toSeq: entry.seq - 1 }, now);
       }
@@ -148,6 +153,17 @@ export class Subscription {
     this.send(frame, now);
     this.cursor = last.seq;
     return true;
+  }
+
+  /**
+   * The run was deleted (store/rules.ts, tombstoneBody): what the viewer had not seen is gone,
+   * the tombstone included, and the stream is over.
+   */
+  private buried(tombstone: Entry, now: number): void {
+    this.gap({ reason: 'retention', fromSeq: this.cursor + 1, toSeq: tombstone.seq }, now);
+    this.cursor = tombstone.seq;
+    const status = (tombstone.data as { status?: RunStatus }).status;
+    this.end({ reason: 'runDeleted', status, lastSeq: tombstone.seq }, now);
   }
 
   gap(gap: GapInfo, now: number): void {
@@ -223,4 +239,9 @@ export class Subscription {
     this.wakeDrainWaiters();
     for (const listener of this.closeListeners.splice(0)) listener();
   }
+}
+
+/** A deleted run's last entry: `status` with `deleted: true`. */
+export function isTombstone(entry: Entry): boolean {
+  return entry.kind === 'status' && (entry.data as { deleted?: unknown } | null)?.deleted === true;
 }

@@ -33,6 +33,7 @@ const END_MESSAGES: Partial<Record<EndInfo['reason'], string>> = {
   idleTimeout: 'No new logs for this run. Reconnect with the last cursor to resume.',
   shutdown: 'The server is restarting. Reconnect with the last cursor to resume.',
   tokenExpired: 'The access token expired. Reconnect with a new token and the last cursor.',
+  runDeleted: 'This run was deleted.',
 };
 
 const REFUSALS: Partial<Record<string, string>> = {
@@ -148,10 +149,13 @@ export class OpenMetadataEncoder implements FrameEncoder {
    * as `maxDuration`. A finished run's `complete` has no message: the UI shows one as an error.
    */
   end(end: EndInfo): Buffer {
+    // A deleted run is as over as a finished one: its UI must not reconnect to it.
     const reason =
-      end.reason === 'runFinished' || end.reason === 'idleTimeout' || end.reason === 'maxBytes'
-        ? end.reason
-        : 'maxDuration';
+      end.reason === 'runDeleted'
+        ? 'runFinished'
+        : end.reason === 'runFinished' || end.reason === 'idleTimeout' || end.reason === 'maxBytes'
+          ? end.reason
+          : 'maxDuration';
     const message = END_MESSAGES[end.reason];
     return dataFrame({
       eventType: 'complete',

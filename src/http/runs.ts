@@ -3,6 +3,7 @@ import { isAdmin, mayRead } from './auth.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { TailwaterError } from '../model/errors.js';
+import { validateRunId } from '../model/names.js';
 import { RUN_STATUSES } from '../model/run.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
 import { parseBody } from './body.js';
@@ -68,6 +69,14 @@ export async function runRoutes(
       return reply.code(202).send(run);
     },
   );
+
+  // Deleting needs admin (auth.ts: DELETE). Its viewers get `gap` then `end runDeleted`.
+  app.delete('/api/v1/pipelines/:fqn/runs/:runId', async (request, reply) => {
+    const params = request.params as RunParams;
+    // Named, never `latest`: a delete must not depend on which run happens to be newest.
+    await ingest.deleteRun(pipelineParam(params.fqn), validateRunId(params.runId));
+    return reply.code(204).send();
+  });
 
   app.get('/api/v1/pipelines', async (request) => {
     const page = pageParams(request.query as Query, { default: 100, max: 1000 });

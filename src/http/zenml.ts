@@ -97,7 +97,10 @@ export class ZenmlEncoder implements FrameEncoder {
    * the body without `end`, and the client's EventSource resumes with Last-Event-ID.
    */
   end(end: EndInfo): Buffer | null {
-    if (end.reason === 'runFinished') return frameBytes({ event: 'end', data: '{}' });
+    // A deleted run is over too: its client stops rather than reconnect for ever.
+    if (end.reason === 'runFinished' || end.reason === 'runDeleted') {
+      return frameBytes({ event: 'end', data: '{}' });
+    }
     if (end.reason === 'shutdown') {
       return Buffer.concat([
         frameBytes({ event: 'gap', data: JSON.stringify({ reason: 'shutdown' }) }),

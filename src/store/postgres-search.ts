@@ -100,6 +100,18 @@ export class PostgresSearch {
     return { entries, documents, more };
   }
 
+  /** Removes a deleted run's documents, a few thousand per statement. */
+  async removeRun(position: number): Promise<void> {
+    for (;;) {
+      const removed = await this.db.rows({
+        text: `DELETE FROM search_docs WHERE id IN (SELECT id FROM search_docs
+          WHERE id >= $1 AND id < $2 LIMIT 5000) RETURNING 1`,
+        values: [documentId(position, 0), documentId(position + 1, 0)],
+      });
+      if (removed.length < 5000) return;
+    }
+  }
+
   private streamsToIndex(after: number): Promise<StreamToIndex[]> {
     return this.db.rows<StreamToIndex>({
       text: `SELECT s.id, s.last_seq, s.search_seq, r.position

@@ -31,7 +31,10 @@ import {
   pendingEvent,
   pendingLog,
   planEventBatch,
+  runNotFound,
   runsFeedBody,
+  tombstoneBody,
+  deletedFeedBody,
   runTransition,
   takePage,
   parsePosition,
@@ -212,6 +215,16 @@ const SQL = {
   /** The first entry at or after seq $2 written at or after time $3 (times never go back). */
   firstYoung: `SELECT seq FROM entries WHERE stream_id = $1 AND seq >= $2 AND time >= $3
     ORDER BY seq LIMIT 1`,
+  clearStream: `WITH removed AS (DELETE FROM entries WHERE stream_id = $1 AND seq <= $2)
+    UPDATE streams SET first_seq = greatest(first_seq, $2 + 1) WHERE id = $1`,
+  firstSeq: 'SELECT first_seq FROM streams WHERE id = $1',
+  /** Everything of a deleted run before its tombstone $2 is gone, and not to be indexed. */
+  buryStream: `WITH forgotten AS (DELETE FROM search_runs WHERE stream_id = $1)
+    UPDATE streams SET first_seq = $2, search_seq = $2 WHERE id = $1`,
+  deleteRun: 'DELETE FROM runs WHERE pipeline = $1 AND run_id = $2',
+  forgetPipelineRun: `UPDATE pipelines SET runs = runs - 1, last_run = (SELECT id FROM runs
+      WHERE pipeline = $1 ORDER BY position DESC LIMIT 1) WHERE fqn = $1`,
+  dropEmptyPipeline: 'DELETE FROM pipelines WHERE fqn = $1 AND runs <= 0',
   trimSlice: `WITH removed AS (
       DELETE FROM entries WHERE stream_id = $1 AND seq >= $2 AND seq < $3 RETURNING 1
     )
@@ -424,6 +437,10 @@ export class PostgresStore implements Store, LeaseStore {
     const { status, startedAt, endedAt, meta } = next;
     let row: RunRow | undefined;
     if (!existing) {
+      if (stream.lastSeq > 0) {
+        // A run of this id was deleted: its tombstone (and whatever was not removed yet) goes.
+        await tx.rows(named('clearStream', [stream.id, stream.lastSeq]));
+      }
       const id = randomUUID();
       [row] = await tx.rows<RunRow>(
         named('insertRun', [id, pipeline, runId, stream.id, status, now, startedAt, endedAt, meta]),
@@ -455,6 +472,51 @@ export class PostgresStore implements Store, LeaseStore {
     ]);
     written.push({ key: feedKey, seq: feedSeq! });
     return run;
+  }
+
+  async deleteRun(pipeline: string, runId: string): Promise<PutRunResult> {
+    if (hasNul(pipeline, runId)) throw runNotFound(pipeline, runId);
+    const key = runKey(pipeline, runId);
+    const deleted = await this.transaction(key, async (tx) => {
+      const stream = await tx.stream(key, false);
+      const row = stream && (await tx.runRow(pipeline, runId));
+      if (!stream || !row) throw runNotFound(pipeline, runId);
+      const run = runFromRow(row, stream);
+      const [{ first_seq: firstSeq }] = (await tx.rows<{ first_seq: number }>(
+        named('firstSeq', [stream.id]),
+      )) as [{ first_seq: number }];
+      const [tombstone] = await tx.insert(stream, [
+        { kind: 'status', body: tombstoneBody(run), isLog: false },
+      ]);
+      await tx.rows(named('buryStream', [stream.id, tombstone!]));
+      await tx.rows(named('deleteRun', [pipeline, runId]));
+      await tx.rows(named('forgetPipelineRun', [pipeline]));
+      await tx.rows(named('dropEmptyPipeline', [pipeline]));
+      const feedKey = topicKey(RUNS_FEED_TOPIC);
+      const feed = (await tx.stream(feedKey, true))!;
+      const [feedSeq] = await tx.insert(feed, [
+        { kind: 'status', body: deletedFeedBody(run), isLog: false },
+      ]);
+      const written: Written[] = [
+        { key, seq: tombstone! },
+        { key: feedKey, seq: feedSeq! },
+      ];
+      return {
+        run,
+        written,
+        sid: stream.id,
+        firstSeq,
+        tombstone: tombstone!,
+        position: row.position,
+      };
+    });
+    // The run is gone for every reader now; its rows go a slice at a time.
+    for (let from = deleted.firstSeq; from < deleted.tombstone; from += TRIM_ROWS_PER_TRANSACTION) {
+      const to = Math.min(deleted.tombstone, from + TRIM_ROWS_PER_TRANSACTION);
+      await this.rows(named('trimSlice', [deleted.sid, from, to]));
+    }
+    await this.search.removeRun(deleted.position);
+    return { run: deleted.run, written: deleted.written };
   }
 
   private async ensureRun(tx: Transaction, pipeline: string, runId: string, written: Written[]) {
@@ -718,7 +780,6 @@ export class PostgresStore implements Store, LeaseStore {
     });
   }
 
-  /** One holder among every server on this database (postgres-lease.ts). */
   // ---- search ----------------------------------------------------------------------------
 
   indexForSearch(limits: IndexLimits): Promise<IndexResult> {
@@ -733,6 +794,7 @@ export class PostgresStore implements Store, LeaseStore {
     return this.search.documents(request);
   }
 
+  /** One holder among every server on this database (postgres-lease.ts). */
   async tryLease(name: string): Promise<Lease | undefined> {
     this.checkOpen();
     try {

@@ -109,6 +109,21 @@ export function runsFeedBody(run: Run): string {
   return JSON.stringify(summary satisfies RunSummary);
 }
 
+/**
+ * A deleted run leaves one entry on its stream, after every entry it had: a `status` entry with
+ * `deleted: true` (its tombstone). Viewers that reach it are told the rest is gone and the stream
+ * is over (engine/subscription.ts); the stream row stays, so a seq never goes back for the key.
+ */
+export function tombstoneBody(run: Run): string {
+  return JSON.stringify({ status: run.status, deleted: true });
+}
+
+/** The runs feed's news of a deletion: the run as it was, and `deleted: true`. */
+export function deletedFeedBody(run: Run): string {
+  const { meta: _meta, ...summary } = run;
+  return JSON.stringify({ ...(summary satisfies RunSummary), deleted: true });
+}
+
 export function runNotFound(pipeline: string, runId: string): TailwaterError {
   return new TailwaterError('TW_RUN_NOT_FOUND', `No run ${runId} of pipeline ${pipeline}.`);
 }

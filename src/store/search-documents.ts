@@ -134,6 +134,12 @@ export function documentsOf(
   };
   for (const entry of entries) {
     if (entry.kind === 'log') {
+      // The entry knows where its text is in the log: after a deleted run of the same id, its
+      // new run's log does not start at 0.
+      if (pendingText === '' && entry.offset !== undefined) {
+        if (column === 0) lineOffset = entry.offset;
+        pendingOffset = entry.offset;
+      }
       pendingText += entry.text ?? '';
       if (pendingText.length > DOCUMENT_CHARS) emitLines(false);
     } else if (entry.kind === 'status') {

@@ -125,6 +125,14 @@ function writeStatements(db: Database.Database) {
          documents = excluded.documents`,
     ),
     indexedTo: db.prepare<[number, number]>('UPDATE streams SET search_seq = ? WHERE id = ?'),
+    dropState: db.prepare<[number]>('DELETE FROM search_runs WHERE stream_id = ?'),
+    documentsOfRun: db.prepare<[number, number], { id: number; text: string }>(
+      'SELECT id, text FROM search_docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 500',
+    ),
+    forgetTrigrams: db.prepare<[number, string]>(
+      `INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', ?, ?)`,
+    ),
+    deleteDocument: db.prepare<[number]>('DELETE FROM search_docs WHERE id = ?'),
   };
 }
 
@@ -219,6 +227,27 @@ export class SqliteSearch {
     );
     this.w.indexedTo.run(indexedSeq, stream.id);
     return { entries: rows.length, documents: made.documents.length, bytes };
+  }
+
+  /** A deleted run's stream: nothing of it to index up to `seq` (its tombstone), no state kept. */
+  forget(streamId: number, seq: number): void {
+    this.w.dropState.run(streamId);
+    this.w.indexedTo.run(seq, streamId);
+  }
+
+  /**
+   * Removes some of a deleted run's documents and their trigrams, as a write transaction's
+   * body; whether any were left to remove. (An external-content FTS5 table is told each
+   * document's text to forget its trigrams.)
+   */
+  *removeRun(position: number): Steps<boolean> {
+    const rows = this.w.documentsOfRun.all(documentId(position, 0), documentId(position + 1, 0));
+    for (const { id, text } of rows) {
+      this.w.forgetTrigrams.run(id, text);
+      this.w.deleteDocument.run(id);
+      yield;
+    }
+    return rows.length > 0;
   }
 
   private stateOf(stream: StreamToIndex): IndexState {

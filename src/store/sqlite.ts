@@ -47,9 +47,12 @@ import {
   checkLogRetry,
   entryTime,
   Numbering,
+  deletedFeedBody,
   pendingLog,
   planEventBatch,
+  runNotFound,
   runsFeedBody,
+  tombstoneBody,
   runTransition,
   parsePosition,
 } from './rules.js';
@@ -210,6 +213,16 @@ function writeStatements(db: Database.Database) {
     ),
     setFirstSeq: db.prepare<[number, number]>(
       'UPDATE streams SET first_seq = max(first_seq, ?) WHERE id = ?',
+    ),
+    deleteRun: db.prepare<[string, string]>('DELETE FROM runs WHERE pipeline = ? AND run_id = ?'),
+    forgetPipelineRun: db.prepare<[string, string]>(
+      `UPDATE pipelines SET runs = runs - 1, last_run = (SELECT id FROM runs INDEXED BY
+         runs_by_pipeline WHERE pipeline = ? ORDER BY rowid DESC LIMIT 1) WHERE fqn = ?`,
+    ),
+    dropEmptyPipeline: db.prepare<[string]>('DELETE FROM pipelines WHERE fqn = ? AND runs <= 0'),
+    /** A stream whose run was deleted starts over after its tombstone when the run is made again. */
+    clearStream: db.prepare<[number, number]>(
+      'DELETE FROM entries WHERE stream_id = ? AND seq <= ?',
     ),
   };
 }
@@ -377,7 +390,13 @@ export class SqliteStore implements Store, LeaseStore {
     if (!changed) return runFromRow(existing!);
     const { status, startedAt, endedAt, meta } = next;
     if (!existing) {
-      const sid = this.streamRow(runKey(pipeline, runId)).id;
+      const stream = this.streamRow(runKey(pipeline, runId));
+      const sid = stream.id;
+      if (stream.last_seq > 0) {
+        // A run of this id was deleted: its tombstone (and whatever was not removed yet) goes.
+        this.write_.clearStream.run(sid, stream.last_seq);
+        this.write_.setFirstSeq.run(stream.last_seq + 1, sid);
+      }
       const id = randomUUID();
       this.write_.insertRun.run(id, pipeline, runId, sid, status, now, startedAt, endedAt, meta);
       this.write_.notePipelineRun.run(pipeline, pipelineId(pipeline), id);
@@ -409,6 +428,66 @@ export class SqliteStore implements Store, LeaseStore {
   private *ensureRun(pipeline: string, runId: string, now: number, written: Written[]) {
     if (!this.w.getRun.get(pipeline, runId)) {
       yield* this.upsertRunRow(pipeline, runId, { status: 'running' }, now, written, false);
+    }
+  }
+
+  async deleteRun(pipeline: string, runId: string): Promise<PutRunResult> {
+    const deleted = await this.write(() => this.deleteRunSteps(pipeline, runId));
+    // The run is gone for every reader now; its rows go a slice at a time, between other work.
+    await this.removeRows(deleted.sid, deleted.firstSeq, deleted.tombstone);
+    await this.removeDocuments(deleted.position);
+    return { run: deleted.run, written: deleted.written };
+  }
+
+  private *deleteRunSteps(pipeline: string, runId: string) {
+    const row = this.w.getRun.get(pipeline, runId);
+    if (!row) throw runNotFound(pipeline, runId);
+    const run = runFromRow(row);
+    const now = Date.now();
+    const key = runKey(pipeline, runId);
+    const firstSeq = this.streamRow(key).first_seq;
+    const [tombstone] = yield* this.insert(
+      key,
+      [{ kind: 'status', body: tombstoneBody(run), isLog: false }],
+      now,
+    );
+    this.write_.setFirstSeq.run(tombstone!, row.stream_id);
+    this.search.forget(row.stream_id, tombstone!);
+    this.write_.deleteRun.run(pipeline, runId);
+    this.write_.forgetPipelineRun.run(pipeline, pipeline);
+    this.write_.dropEmptyPipeline.run(pipeline);
+    const feed = topicKey(RUNS_FEED_TOPIC);
+    const [feedSeq] = yield* this.insert(
+      feed,
+      [{ kind: 'status', body: deletedFeedBody(run), isLog: false }],
+      now,
+    );
+    const written: Written[] = [
+      { key, seq: tombstone! },
+      { key: feed, seq: feedSeq! },
+    ];
+    return {
+      run,
+      written,
+      sid: row.stream_id,
+      firstSeq,
+      tombstone: tombstone!,
+      position: row.position,
+    };
+  }
+
+  /** Removes a stream's entries in [from, to), in small transactions (as trimTopic does). */
+  private async removeRows(sid: number, from: number, to: number): Promise<void> {
+    for (let at = from; at < to; at += TRIM_ROWS_PER_TRANSACTION) {
+      if (at > from) await new Promise((resolve) => setImmediate(resolve));
+      const end = Math.min(to, at + TRIM_ROWS_PER_TRANSACTION);
+      await this.write(() => oneStep(() => this.write_.deleteBefore.run(sid, at, end)));
+    }
+  }
+
+  private async removeDocuments(position: number): Promise<void> {
+    while (await this.write(() => this.search.removeRun(position))) {
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 

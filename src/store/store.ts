@@ -221,6 +221,15 @@ export interface Store {
   requestCancel(pipeline: string, runId: string): Promise<PutRunResult>;
 
   /**
+   * Deletes a run (docs/SEARCH.md, "History"): its row, its entries, its search documents, and
+   * its count in its pipeline (a pipeline left with no run is no longer listed). Its stream gets
+   * a tombstone entry (rules.tombstoneBody) and the runs feed a `deleted` entry, in the same
+   * transaction as the row's removal; the entries themselves go after, a slice at a time. A run
+   * it does not know is TW_RUN_NOT_FOUND.
+   */
+  deleteRun(pipeline: string, runId: string): Promise<PutRunResult>;
+
+  /**
    * Appends log text, already cut into chunks that end on character boundaries. Creates the run
    * as `running` if it does not exist.
    */
