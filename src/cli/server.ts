@@ -94,8 +94,12 @@ export async function startServer(
     const clientId = config.clientId ?? (shared ? `tailwater-${name}` : undefined);
     sources.push(new StompSource({ ...config, clientId }, ingest, info, settings.maxEventBytes));
   }
-  const retention = new RetentionLoop(store, settings, (error) =>
-    app.log.error({ err: error }, 'retention failed'),
+  const retention = new RetentionLoop(
+    store,
+    settings,
+    (error) => app.log.error({ err: error }, 'retention failed'),
+    Date.now,
+    (pipeline, runId) => ingest.deleteRun(pipeline, runId),
   );
   const indexer = new SearchIndexer(store, {
     intervalSeconds: settings.searchIndexSeconds,

@@ -146,6 +146,28 @@ export const settingsSchema = z.strictObject({
       }),
     )
     .default({}),
+  /**
+   * Runs kept, by pipeline glob: the first rule whose `pipeline` matches a pipeline applies,
+   * e.g. [{"pipeline": "ci.*", "maxAgeDays": 30}, {"pipeline": "*", "maxRuns": 1000}]. A run
+   * still going is never removed. None: every run is kept (docs/SEARCH.md, "History").
+   */
+  runRetention: z
+    .array(
+      z
+        .strictObject({
+          pipeline: z.string().min(1).max(256),
+          /** Keep this many newest runs of the pipeline. */
+          maxRuns: z.number().int().positive().optional(),
+          /** Remove runs that ended more than this many days ago. */
+          maxAgeDays: z.number().positive().finite().optional(),
+        })
+        .refine(
+          (rule) => rule.maxRuns !== undefined || rule.maxAgeDays !== undefined,
+          'a rule needs maxRuns, maxAgeDays or both',
+        ),
+    )
+    .max(100)
+    .default([]),
 
   // Appending
   maxEventBytes: bytes.default(64 * KiB),

@@ -262,6 +262,10 @@ export class SqliteStore implements Store, LeaseStore {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
+    // Pages freed by deleting runs go back to the file system (giveBackSpace). It must come
+    // before anything else writes, and takes effect on a new database only (an older one
+    // reuses its free pages instead).
+    this.db.pragma('auto_vacuum = INCREMENTAL');
     this.db.pragma('journal_mode = WAL');
     // Under WAL, NORMAL writes each commit to the WAL file (the OS holds it) before returning,
     // which survives kill -9 of this process; FULL adds an fsync for power loss. See docs/STORAGE.md.
@@ -436,7 +440,17 @@ export class SqliteStore implements Store, LeaseStore {
     // The run is gone for every reader now; its rows go a slice at a time, between other work.
     await this.removeRows(deleted.sid, deleted.firstSeq, deleted.tombstone);
     await this.removeDocuments(deleted.position);
+    await this.giveBackSpace();
     return { run: deleted.run, written: deleted.written };
+  }
+
+  /** Truncates the file by the pages deletes freed, a few megabytes per turn of the queue. */
+  private async giveBackSpace(): Promise<void> {
+    if (this.db.pragma('auto_vacuum', { simple: true }) !== 2) return;
+    while ((this.db.pragma('freelist_count', { simple: true }) as number) > 0) {
+      await this.write(() => oneStep(() => this.db.pragma('incremental_vacuum(2048)')));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   private *deleteRunSteps(pipeline: string, runId: string) {

@@ -31,13 +31,14 @@ afterEach(async () => {
 // ---- helpers ----------------------------------------------------------------------------
 
 function retentionSettings(overrides: Partial<RetentionSettings> = {}): RetentionSettings {
-  const { topicMaxEntries, topicMaxAgeSeconds, retentionIntervalSeconds, retention } =
+  const { topicMaxEntries, topicMaxAgeSeconds, retentionIntervalSeconds, retention, runRetention } =
     defaultSettings();
   return {
     topicMaxEntries,
     topicMaxAgeSeconds,
     retentionIntervalSeconds,
     retention,
+    runRetention,
     ...overrides,
   };
 }

@@ -1,0 +1,45 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite.js';
+
+// Deleting a run gives its disk space back (docs/SEARCH.md, "History"): a new SQLite database
+// is made with incremental auto-vacuum, and a delete truncates the file by the pages it freed.
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The database's size once its WAL is checkpointed into it. */
+async function settledSize(store: SqliteStore, path: string): Promise<number> {
+  // A store closed is fully checkpointed; reopened, the next measure sees the same file.
+  await store.close();
+  return statSync(path).size;
+}
+
+describe('disk space after deleting runs', () => {
+  it('shrinks the database file by about what the deleted run took', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tailwater-space-'));
+    dirs.push(dir);
+    const path = join(dir, 'tailwater.db');
+    let store = new SqliteStore(path);
+    await store.appendLog('etl.small', 'r1', [{ text: 'kept\n' }]);
+    const empty = await settledSize(store, path);
+    store = new SqliteStore(path);
+    const line = `${'x'.repeat(1000)}\n`;
+    for (let i = 0; i < 40; i += 1) {
+      await store.appendLog('etl.big', 'r1', [{ text: line.repeat(100) }]);
+    }
+    const full = await settledSize(store, path);
+    expect(full - empty).toBeGreaterThan(3_000_000);
+    store = new SqliteStore(path);
+    await store.deleteRun('etl.big', 'r1');
+    const after = await settledSize(store, path);
+    expect(after).toBeLessThan(empty + (full - empty) / 4);
+    store = new SqliteStore(path);
+    expect(await store.getRun('etl.small', 'r1')).toBeDefined();
+    await store.close();
+  });
+});
