@@ -24,6 +24,7 @@ const BACKEND_SUITES = [
   'test/unit/auth-streams.test.ts',
   'test/unit/run-delete.test.ts',
   'test/unit/run-retention.test.ts',
+  'test/unit/pipeline-stats.test.ts',
   'test/unit/http-search.test.ts',
 ];
 

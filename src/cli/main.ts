@@ -7,6 +7,7 @@ import { publishCommand } from './publish.js';
 import { runCommandLine } from './run.js';
 import { runsCommand } from './runs.js';
 import { searchCommand } from './search.js';
+import { statsCommand } from './stats.js';
 import { serveCommand } from './serve.js';
 import { tailCommand } from './tail.js';
 import { tokenCommand } from './token.js';
@@ -65,6 +66,7 @@ export async function main(argv: string[]): Promise<void> {
   publishCommand(program);
   runsCommand(program);
   searchCommand(program);
+  statsCommand(program);
   migrateCommand(program);
   try {
     await program.parseAsync(argv);

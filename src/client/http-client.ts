@@ -44,6 +44,13 @@ export function targetPath(target: Target): string {
     : runPath(target.pipeline, target.runId);
 }
 
+/** What one pipeline's history holds (`GET /api/v1/stats`). */
+export interface PipelineStats {
+  pipeline: string;
+  runs: number;
+  logBytes: number;
+}
+
 export interface SearchOptions {
   regex?: boolean | undefined;
   /** A glob over pipeline FQNs (`etl.*`). */
@@ -116,6 +123,22 @@ export class TailwaterClient {
       const page = await this.request<{ pipelines: PipelineSummary[]; next?: string }>(
         'GET',
         `/api/v1/pipelines${query}`,
+      );
+      pipelines.push(...page.pipelines);
+      after = page.next;
+    } while (after !== undefined);
+    return pipelines;
+  }
+
+  /** Runs and log bytes of every pipeline the token may read, page after page. */
+  async pipelineStats(): Promise<PipelineStats[]> {
+    const pipelines: PipelineStats[] = [];
+    let after: string | undefined;
+    do {
+      const query = `?limit=1000${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
+      const page = await this.request<{ pipelines: PipelineStats[]; next?: string }>(
+        'GET',
+        `/api/v1/stats${query}`,
       );
       pipelines.push(...page.pipelines);
       after = page.next;

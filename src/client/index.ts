@@ -6,6 +6,7 @@ export type {
   AppendEventsResult,
   AppendLogResult,
   ClientOptions,
+  PipelineStats,
   SearchOptions,
   Target,
 } from './http-client.js';

@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { SearchIndexStatus } from '../store/store.js';
+import type { PipelineStats, SearchIndexStatus } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 
 /**
@@ -100,6 +100,41 @@ export async function metricsRoutes(app: FastifyInstance, { hub, store }: AppDep
     'tailwater_search_index_pending_entries',
     'Entries stored but not yet searchable.',
     (status) => status.pendingEntries,
+  );
+
+  // Runs and log bytes per pipeline, read at most every 30 s: a scrape every few seconds must not
+  // sum every run's bytes each time.
+  let stats: { at: number; items: PipelineStats[] } | undefined;
+  const pipelineStats = async (): Promise<PipelineStats[]> => {
+    if (stats && Date.now() - stats.at < 30_000) return stats.items;
+    const items: PipelineStats[] = [];
+    let after: string | undefined;
+    do {
+      const page = await store.pipelineStats({ after, limit: 1000 });
+      items.push(...page.items);
+      after = page.next;
+    } while (after !== undefined);
+    stats = { at: Date.now(), items };
+    return items;
+  };
+  const perPipeline = (name: string, help: string, read: (item: PipelineStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pipeline'],
+      registers: [registry],
+      async collect() {
+        const items = await pipelineStats().catch(() => undefined);
+        if (!items) return;
+        this.reset();
+        for (const item of items) this.set({ pipeline: item.pipeline }, read(item));
+      },
+    });
+  perPipeline('tailwater_pipeline_runs', 'Runs kept, per pipeline.', (item) => item.runs);
+  perPipeline(
+    'tailwater_pipeline_log_bytes',
+    'Bytes of log text its runs hold, per pipeline.',
+    (item) => item.logBytes,
   );
 
   const blocks = new LoopBlockWatch();

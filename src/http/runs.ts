@@ -86,6 +86,14 @@ export async function runRoutes(
     return { pipelines, ...(next === undefined ? {} : { next }) };
   });
 
+  // What each pipeline's history holds; a token sees only the pipelines it may read.
+  app.get('/api/v1/stats', { config: { listing: true } }, async (request) => {
+    const page = pageParams(request.query as Query, { default: 1000, max: 1000 });
+    const { items, next } = await store.pipelineStats(page);
+    const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.pipeline)));
+    return { pipelines, ...(next === undefined ? {} : { next }) };
+  });
+
   app.get('/api/v1/topics', async (request) => {
     const page = pageParams(request.query as Query, { default: 100, max: 1000 });
     const { items, next } = await store.listTopics(page);

@@ -49,6 +49,7 @@ import type {
   LogChunkPosition,
   Page,
   PageRequest,
+  PipelineStats,
   PutRunResult,
   ReadEntriesOptions,
   RunUpdate,
@@ -225,6 +226,10 @@ const SQL = {
   forgetPipelineRun: `UPDATE pipelines SET runs = runs - 1, last_run = (SELECT id FROM runs
       WHERE pipeline = $1 ORDER BY position DESC LIMIT 1) WHERE fqn = $1`,
   dropEmptyPipeline: 'DELETE FROM pipelines WHERE fqn = $1 AND runs <= 0',
+  pipelineStats: `SELECT p.fqn AS pipeline, p.runs, (SELECT coalesce(sum(s.log_bytes), 0)
+      FROM runs r JOIN streams s ON s.id = r.stream_id WHERE r.pipeline = p.fqn)::bigint
+      AS "logBytes"
+    FROM pipelines p WHERE p.fqn > $1 ORDER BY p.fqn LIMIT $2`,
   trimSlice: `WITH removed AS (
       DELETE FROM entries WHERE stream_id = $1 AND seq >= $2 AND seq < $3 RETURNING 1
     )
@@ -386,6 +391,15 @@ export class PostgresStore implements Store, LeaseStore {
       })),
       next: more ? items[items.length - 1]!.fqn : undefined,
     };
+  }
+
+  async pipelineStats(page: PageRequest): Promise<Page<PipelineStats>> {
+    const items = await this.rows<PipelineStats>(
+      named('pipelineStats', [beforeNul(page.after ?? ''), page.limit + 1]),
+    );
+    const more = items.length > page.limit;
+    if (more) items.pop();
+    return { items, next: more ? items[items.length - 1]!.pipeline : undefined };
   }
 
   async pipelineById(id: string): Promise<string | undefined> {

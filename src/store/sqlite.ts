@@ -24,6 +24,7 @@ import type {
   LogChunkPosition,
   Page,
   PageRequest,
+  PipelineStats,
   PutRunResult,
   ReadEntriesOptions,
   RunUpdate,
@@ -137,6 +138,10 @@ export const READ_SQL = {
     LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
     WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
   pipelineById: 'SELECT fqn FROM pipelines WHERE id = ?',
+  pipelineStats: `SELECT p.fqn AS pipeline, p.runs, (SELECT coalesce(sum(s.log_bytes), 0)
+      FROM runs r INDEXED BY runs_by_pipeline JOIN streams s ON s.id = r.stream_id
+      WHERE r.pipeline = p.fqn) AS logBytes
+    FROM pipelines p WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
   runsByRunIdOrId: `SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
     WHERE r.run_id = ? OR r.id = ? ORDER BY r.rowid DESC LIMIT 10`,
   // Topic keys are 'topic' NUL name: all sort between 'topic' NUL and 'topic' U+0001.
@@ -175,6 +180,7 @@ function readStatements(db: Database.Database) {
       Partial<RunRow> & { fqn: string; pid: string; runs: number }
     >(q.pipelines),
     pipelineById: db.prepare<[string], { fqn: string }>(q.pipelineById),
+    pipelineStats: db.prepare<[string, number], PipelineStats>(q.pipelineStats),
     runsByRunIdOrId: db.prepare<[string, string], RunRow>(q.runsByRunIdOrId),
     topicKeys: db.prepare<[string, string, number], { key: string }>(q.topicKeys),
   };
@@ -355,6 +361,13 @@ export class SqliteStore implements Store, LeaseStore {
       })),
       next: more ? items[items.length - 1]!.fqn : undefined,
     };
+  }
+
+  async pipelineStats(page: PageRequest): Promise<Page<PipelineStats>> {
+    const items = this.r.pipelineStats.all(page.after ?? '', page.limit + 1);
+    const more = items.length > page.limit;
+    if (more) items.pop();
+    return { items, next: more ? items[items.length - 1]!.pipeline : undefined };
   }
 
   async pipelineById(id: string): Promise<string | undefined> {

@@ -117,6 +117,14 @@ export interface StreamBounds {
   epoch: string;
 }
 
+/** What one pipeline's history holds (`tailwater stats`, /metrics). */
+export interface PipelineStats {
+  pipeline: string;
+  runs: number;
+  /** Bytes of log text its runs hold. */
+  logBytes: number;
+}
+
 /** What the search index holds of a run: its log in documents of whole lines, and its events. */
 export type SearchKind = 'log' | 'event';
 
@@ -210,6 +218,8 @@ export interface Store {
    * Malformed cursors are TW_BAD_CURSOR.
    */
   listPipelines(page: PageRequest): Promise<Page<PipelineSummary>>;
+  /** Runs and log bytes per pipeline, by FQN, a page at a time (one indexed query per page). */
+  pipelineStats(page: PageRequest): Promise<Page<PipelineStats>>;
   /** The FQN of the pipeline whose id (`PipelineSummary.id`) this is. */
   pipelineById(id: string): Promise<string | undefined>;
   /** Runs of a pipeline, newest first, a page at a time (same byte budget as listPipelines). */
