@@ -1,14 +1,10 @@
 import type { PoolClient, QueryConfig, QueryResultRow } from 'pg';
-import type { RunStatus } from '../model/run.js';
 import type { EntryRow } from './entry-row.js';
 import { entryFromRow } from './entry-row.js';
 import type { IndexState } from './search-documents.js';
-import {
-  DOCUMENTS_PER_RUN,
-  EMPTY_INDEX_STATE,
-  documentId,
-  documentsOf,
-} from './search-documents.js';
+import type { DocumentRow, StateRow, StreamToIndex } from './search-rows.js';
+import { documentFromRow, stateFromRow, stateValues } from './search-rows.js';
+import { DOCUMENTS_PER_RUN, documentId, documentsOf } from './search-documents.js';
 import { globToLike, ilikeCondition } from './search-sql.js';
 import type {
   IndexLimits,
@@ -28,37 +24,6 @@ import type {
  * last statement: appends to it wait for that one UPDATE at most.
  */
 const TO_INDEX = `FROM streams WHERE type = 'run' AND search_seq < last_seq`;
-
-interface StreamToIndex {
-  id: number;
-  last_seq: number;
-  search_seq: number;
-  position: number;
-}
-
-interface StateRow {
-  next_line: number;
-  pending_offset: number;
-  line_offset: number;
-  line_column: number;
-  pending_text: string;
-  documents: number;
-}
-
-interface DocumentRow {
-  id: number;
-  kind: 'log' | 'event';
-  seq: number | null;
-  line: number | null;
-  offset: number | null;
-  line_offset: number | null;
-  line_column: number | null;
-  text: string;
-  pipeline: string;
-  run_id: string;
-  status: RunStatus;
-  created_at: number;
-}
 
 /** What the store lends its search: its queries and its connections, errors translated. */
 export interface PostgresAccess {
@@ -154,7 +119,6 @@ export class PostgresSearch {
             ],
           });
         }
-        const next = made.state;
         await client.query({
           text: `INSERT INTO search_runs (stream_id, next_line, pending_offset, line_offset,
               line_column, pending_text, documents) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -162,15 +126,7 @@ export class PostgresSearch {
               pending_offset = excluded.pending_offset, line_offset = excluded.line_offset,
               line_column = excluded.line_column, pending_text = excluded.pending_text,
               documents = excluded.documents`,
-          values: [
-            stream.id,
-            next.nextLine,
-            next.pendingOffset,
-            next.lineOffset,
-            next.column,
-            next.pendingText,
-            next.documents,
-          ],
+          values: [stream.id, ...stateValues(made.state)],
         });
         // Last, so the stream's row is locked only from here to COMMIT.
         const indexedSeq = batch.at(-1)?.seq ?? stream.last_seq;
@@ -192,17 +148,7 @@ export class PostgresSearch {
       text: 'SELECT next_line, pending_offset, line_offset, line_column, pending_text, documents FROM search_runs WHERE stream_id = $1',
       values: [stream.id],
     });
-    const row = rows[0];
-    if (!row) return { ...EMPTY_INDEX_STATE, indexedSeq: stream.search_seq };
-    return {
-      indexedSeq: stream.search_seq,
-      nextLine: row.next_line,
-      pendingOffset: row.pending_offset,
-      lineOffset: row.line_offset,
-      column: row.line_column,
-      pendingText: row.pending_text,
-      documents: row.documents,
-    };
+    return stateFromRow(stream, rows[0]);
   }
 
   async status(): Promise<SearchIndexStatus> {
@@ -250,20 +196,7 @@ export class PostgresSearch {
         WHERE ${where.join(' AND ')} ORDER BY d.id DESC LIMIT ${param(request.limit)}`,
       values: params,
     });
-    return rows.map((row) => ({
-      id: row.id,
-      pipeline: row.pipeline,
-      runId: row.run_id,
-      runStatus: row.status,
-      runCreatedAt: row.created_at,
-      kind: row.kind,
-      seq: row.seq,
-      line: row.line,
-      offset: row.offset,
-      lineOffset: row.line_offset,
-      column: row.line_column,
-      text: row.text,
-    }));
+    return rows.map(documentFromRow);
   }
 
   /** The first document id of the runs created at or after `time`. */

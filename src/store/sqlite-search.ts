@@ -1,14 +1,10 @@
 import type Database from 'better-sqlite3';
-import type { RunStatus } from '../model/run.js';
 import type { EntryRow } from './entry-row.js';
 import { entryFromRow } from './entry-row.js';
 import type { IndexState } from './search-documents.js';
-import {
-  DOCUMENTS_PER_RUN,
-  EMPTY_INDEX_STATE,
-  documentId,
-  documentsOf,
-} from './search-documents.js';
+import type { DocumentRow, StateRow, StreamToIndex } from './search-rows.js';
+import { documentFromRow, stateFromRow, stateValues } from './search-rows.js';
+import { DOCUMENTS_PER_RUN, documentId, documentsOf } from './search-documents.js';
 import { fts5Query, globToSqliteGlob } from './search-sql.js';
 import type {
   IndexLimits,
@@ -66,37 +62,6 @@ const TO_INDEX = `FROM streams INDEXED BY streams_to_index WHERE key < 'topic' A
 const STREAMS_TO_INDEX = `SELECT s.id, s.last_seq, s.search_seq, r.rowid AS position
   FROM streams s INDEXED BY streams_to_index JOIN runs r ON r.stream_id = s.id
   WHERE s.key < 'topic' AND s.search_seq < s.last_seq AND s.id > ? ORDER BY s.id LIMIT 16`;
-
-interface StreamToIndex {
-  id: number;
-  last_seq: number;
-  search_seq: number;
-  position: number;
-}
-
-interface StateRow {
-  next_line: number;
-  pending_offset: number;
-  line_offset: number;
-  line_column: number;
-  pending_text: string;
-  documents: number;
-}
-
-interface DocumentRow {
-  id: number;
-  kind: 'log' | 'event';
-  seq: number | null;
-  line: number | null;
-  offset: number | null;
-  line_offset: number | null;
-  line_column: number | null;
-  text: string;
-  pipeline: string;
-  run_id: string;
-  status: RunStatus;
-  created_at: number;
-}
 
 type Steps<T> = Generator<void, T, void>;
 
@@ -215,16 +180,7 @@ export class SqliteSearch {
       this.w.insertTrigrams.run(id, text);
       yield;
     }
-    const next = made.state;
-    this.w.saveState.run(
-      stream.id,
-      next.nextLine,
-      next.pendingOffset,
-      next.lineOffset,
-      next.column,
-      next.pendingText,
-      next.documents,
-    );
+    this.w.saveState.run(stream.id, ...stateValues(made.state));
     this.w.indexedTo.run(indexedSeq, stream.id);
     return { entries: rows.length, documents: made.documents.length, bytes };
   }
@@ -251,17 +207,7 @@ export class SqliteSearch {
   }
 
   private stateOf(stream: StreamToIndex): IndexState {
-    const row = this.w.state.get(stream.id);
-    if (!row) return { ...EMPTY_INDEX_STATE, indexedSeq: stream.search_seq };
-    return {
-      indexedSeq: stream.search_seq,
-      nextLine: row.next_line,
-      pendingOffset: row.pending_offset,
-      lineOffset: row.line_offset,
-      column: row.line_column,
-      pendingText: row.pending_text,
-      documents: row.documents,
-    };
+    return stateFromRow(stream, this.w.state.get(stream.id));
   }
 
   status(): SearchIndexStatus {
@@ -307,20 +253,7 @@ export class SqliteSearch {
       statement = this.reader.prepare<unknown[], DocumentRow>(sql);
       this.queries.set(sql, statement);
     }
-    return statement.all(...params).map((row) => ({
-      id: row.id,
-      pipeline: row.pipeline,
-      runId: row.run_id,
-      runStatus: row.status,
-      runCreatedAt: row.created_at,
-      kind: row.kind,
-      seq: row.seq,
-      line: row.line,
-      offset: row.offset,
-      lineOffset: row.line_offset,
-      column: row.line_column,
-      text: row.text,
-    }));
+    return statement.all(...params).map(documentFromRow);
   }
 
   /** The first document id of the runs created at or after `time` (0 when no time is given). */

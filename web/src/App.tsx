@@ -7,6 +7,10 @@ import { LatestRun } from './run/LatestRun.js';
 import type { ResolveRun } from './run/LatestRun.js';
 import { RunView } from './run/RunView.js';
 import { TopicView } from './TopicView.js';
+import { HeaderSearch } from './search/HeaderSearch.js';
+import { searchHref, searchParamsOf } from './search/hits.js';
+import { SearchPage } from './search/SearchPage.js';
+import type { SearchFn } from './search/SearchPage.js';
 import { messageOf, serverSession, statusOf } from './session.js';
 import type { SessionApi, SessionInfo } from './session.js';
 import type { TailFn } from './stream.js';
@@ -15,7 +19,27 @@ export type Route =
   | { view: 'runs' }
   | { view: 'run'; pipeline: string; runId: string }
   | { view: 'topic'; topic: string }
+  | { view: 'search' }
   | { view: 'notFound'; path: string };
+
+/** Where the app is: the address's path, query and fragment. */
+interface Place {
+  pathname: string;
+  search: string;
+  hash: string;
+}
+
+function placeOf(href: string): Place {
+  const url = new URL(href, 'http://dashboard.invalid');
+  return { pathname: url.pathname, search: url.search, hash: url.hash };
+}
+
+/** The line a run view's address points at (`#L1234`, docs/DASHBOARD.md), or null. */
+export function targetLineOf(hash: string): number | null {
+  const match = /^#L(\d{1,15})$/.exec(hash);
+  const line = match ? Number(match[1]) : 0;
+  return line >= 1 ? line : null;
+}
 
 function decode(segment: string): string | null {
   try {
@@ -39,11 +63,16 @@ export function parseRoute(pathname: string): Route {
   }
   if (segments.length === 2 && first === 'topics' && second)
     return { view: 'topic', topic: second };
+  if (segments.length === 1 && first === 'search') return { view: 'search' };
   return { view: 'notFound', path: pathname };
 }
 
-function titleOf(route: Route): string {
+function titleOf(route: Route, search: string): string {
   switch (route.view) {
+    case 'search': {
+      const { q } = searchParamsOf(search);
+      return q === '' ? 'Search' : `Search: ${q}`;
+    }
     case 'runs':
       return 'Runs';
     case 'run':
@@ -93,14 +122,21 @@ export function App({
   tail,
   resolveRun,
   session: sessionApi,
+  search: searchFn,
 }: {
+  /** The address the app opens at: a path under /ui/, with its query and fragment if any. */
   pathname: string;
   tail?: TailFn;
   resolveRun?: ResolveRun;
   /** The sign-in endpoints (default: the server that served the page). */
   session?: SessionApi;
+  /** The search API (default: the server that served the page). */
+  search?: SearchFn;
 }) {
-  const [pathname, setPathname] = useState(initialPath);
+  const [place, setPlace] = useState<Place>(() => placeOf(initialPath));
+  // Bumped by every move (a link, Back, a new fragment): the run view goes to `#L…` again.
+  const [moves, setMoves] = useState(0);
+  const { pathname } = place;
   const route = parseRoute(pathname);
   const [api] = useState(() => sessionApi ?? serverSession());
   const [session, setSession] = useState<Session>({ phase: 'checking' });
@@ -166,23 +202,40 @@ export function App({
   };
 
   useEffect(() => {
-    const onPopState = () => setPathname(window.location.pathname);
-    window.addEventListener('popstate', onPopState);
-    return () => window.removeEventListener('popstate', onPopState);
+    const onMove = () => {
+      const { pathname: path, search, hash } = window.location;
+      setPlace({ pathname: path, search, hash });
+      setMoves((n) => n + 1);
+    };
+    window.addEventListener('popstate', onMove);
+    window.addEventListener('hashchange', onMove);
+    return () => {
+      window.removeEventListener('popstate', onMove);
+      window.removeEventListener('hashchange', onMove);
+    };
   }, []);
   useEffect(() => {
-    document.title = `${session.phase === 'signedOut' ? 'Sign in' : titleOf(route)} · Tailwater`;
+    document.title = `${session.phase === 'signedOut' ? 'Sign in' : titleOf(route, place.search)} · Tailwater`;
   });
+
+  const navigate = (href: string) => {
+    const next = placeOf(href);
+    const { pathname: path, search, hash } = window.location;
+    const address = next.pathname + next.search + next.hash;
+    if (address !== path + search + hash) window.history.pushState(null, '', address);
+    setPlace(next);
+    setMoves((n) => n + 1);
+  };
 
   const onClick = (event: MouseEvent<HTMLElement>) => {
     const url = appLink(event);
     if (!url) return;
     event.preventDefault();
-    if (url.pathname !== window.location.pathname) {
-      window.history.pushState(null, '', url.pathname + url.search);
-    }
-    setPathname(url.pathname);
+    navigate(url.pathname + url.search + url.hash);
   };
+
+  const searchParams = route.view === 'search' ? searchParamsOf(place.search) : null;
+  const targetLine = route.view === 'run' ? targetLineOf(place.hash) : null;
 
   const views = (
     <>
@@ -193,6 +246,8 @@ export function App({
           pipeline={route.pipeline}
           tail={tail}
           resolveRun={resolveRun}
+          targetLine={targetLine}
+          targetMove={moves}
         />
       ) : null}
       {route.view === 'run' && route.runId !== 'latest' ? (
@@ -201,6 +256,16 @@ export function App({
           pipeline={route.pipeline}
           runId={route.runId}
           {...(tail ? { tail } : {})}
+          targetLine={targetLine}
+          targetMove={moves}
+        />
+      ) : null}
+      {searchParams ? (
+        <SearchPage
+          key={searchHref(searchParams)}
+          params={searchParams}
+          onSearch={(params) => navigate(searchHref(params))}
+          {...(searchFn ? { search: searchFn } : {})}
         />
       ) : null}
       {route.view === 'topic' ? (
@@ -225,6 +290,17 @@ export function App({
             <nav aria-label="Main">
               <a href="/ui/">Runs</a> <a href="/ui/topics/iceberg">Iceberg</a>
             </nav>
+          )}
+          {session.phase === 'signedOut' ? null : (
+            <HeaderSearch
+              // A new search page shows its own text; elsewhere the box starts empty.
+              key={searchParams ? searchHref(searchParams) : ''}
+              initial={searchParams?.q ?? ''}
+              onSearch={(q) =>
+                // On the search page its filters stay; elsewhere a plain search.
+                navigate(searchHref({ regex: false, pipeline: '', ...searchParams, q }))
+              }
+            />
           )}
           {session.phase === 'signedIn' ? (
             <div className="session">

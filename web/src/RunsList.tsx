@@ -42,9 +42,15 @@ export function RunsList({
   const onEvent = useCallback((event: TailEvent) => {
     if (event.type === 'gap' && event.gap.reason === 'reset') setRuns(new Map());
     if (event.type !== 'entry' || event.entry.kind !== 'status') return;
-    const run = event.entry.data as Run;
+    const run = event.entry.data as Run & { deleted?: boolean };
     if (!run || typeof run.pipeline !== 'string' || typeof run.runId !== 'string') return;
-    setRuns((previous) => new Map(previous).set(runKey(run), run));
+    setRuns((previous) => {
+      const next = new Map(previous);
+      // A deleted run is news on the feed too (docs/SEARCH.md, "History"): it leaves the list.
+      if (run.deleted === true) next.delete(runKey(run));
+      else next.set(runKey(run), run);
+      return next;
+    });
   }, []);
   const { state, resume } = useTail(tail, 'runs', { target: 'runs', tail: FEED_HISTORY }, onEvent);
 

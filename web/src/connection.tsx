@@ -8,6 +8,7 @@ const END_REASONS: Record<string, string> = {
   shutdown: 'the server is shutting down',
   closed: 'the server closed the stream',
   tokenExpired: 'the token expired',
+  runDeleted: 'the run was deleted',
 };
 
 /** A sentence for the state, as the run view shows it. */

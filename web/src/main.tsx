@@ -8,7 +8,7 @@ const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(
     <StrictMode>
-      <App pathname={window.location.pathname} />
+      <App pathname={window.location.pathname + window.location.search + window.location.hash} />
     </StrictMode>,
   );
 }

@@ -22,6 +22,28 @@ function run(overrides: Partial<Run>): Run {
 }
 
 describe('RunsList', () => {
+  test('drops a run the feed says was deleted, and a pipeline left with no run', async () => {
+    const fake = fakeTail();
+    render(<RunsList tail={fake.tail} />);
+    act(() => {
+      fake.entry({ kind: 'status', data: run({ runId: 'r1' }) });
+      fake.entry({ kind: 'status', data: run({ runId: 'r2' }) });
+      fake.entry({ kind: 'status', data: run({ pipeline: 'ml.train', runId: 'only' }) });
+    });
+    const table = await screen.findByRole('table', { name: 'Runs of ingest.daily' });
+    expect(within(table).getByRole('link', { name: 'r1' })).toBeTruthy();
+    act(() => {
+      fake.entry({ kind: 'status', data: { ...run({ runId: 'r1' }), deleted: true } });
+      fake.entry({
+        kind: 'status',
+        data: { ...run({ pipeline: 'ml.train', runId: 'only' }), deleted: true },
+      });
+    });
+    await waitFor(() => expect(within(table).queryByRole('link', { name: 'r1' })).toBeNull());
+    expect(within(table).getByRole('link', { name: 'r2' })).toBeTruthy();
+    expect(screen.queryByRole('table', { name: 'Runs of ml.train' })).toBeNull();
+  });
+
   test('follows the runs feed and groups runs by pipeline', async () => {
     const fake = fakeTail();
     render(<RunsList tail={fake.tail} />);

@@ -40,10 +40,15 @@ export function LatestRun({
   pipeline,
   tail,
   resolveRun = defaultResolveRun,
+  targetLine = null,
+  targetMove = 0,
 }: {
   pipeline: string;
   tail?: TailFn | undefined;
   resolveRun?: ResolveRun | undefined;
+  /** The line to show (`#L…`), as RunView takes it. */
+  targetLine?: number | null;
+  targetMove?: number;
 }) {
   const [resolution, setResolution] = useState<Resolution>(null);
   const [attempts, setAttempts] = useState(0);
@@ -83,7 +88,14 @@ export function LatestRun({
 
   if (resolution && 'runId' in resolution) {
     return (
-      <RunView pipeline={pipeline} runId={resolution.runId} {...(tail ? { tail } : {})} latest />
+      <RunView
+        pipeline={pipeline}
+        runId={resolution.runId}
+        {...(tail ? { tail } : {})}
+        latest
+        targetLine={targetLine}
+        targetMove={targetMove}
+      />
     );
   }
   if (resolution && 'forbidden' in resolution) {

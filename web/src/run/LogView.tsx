@@ -22,6 +22,8 @@ export function LogView({
   onFollowChange,
   matches,
   active,
+  target = null,
+  targetMove = 0,
 }: {
   lines: readonly string[];
   /** Lines of the log before `lines[0]` that the view let go (they are numbered on from there). */
@@ -33,6 +35,10 @@ export function LogView({
   matches: readonly Match[];
   /** The index in `matches` of the match to show, or -1. */
   active: number;
+  /** The index in `lines` of the line to bring to the middle and highlight (`#L…`), or null. */
+  target?: number | null;
+  /** Changes with each move to `target`: it is scrolled to again. */
+  targetMove?: number;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   // The virtualizer returns functions that change without their identity changing, which the
@@ -84,6 +90,26 @@ export function LogView({
     if (activeLine !== undefined) virtualizer.scrollToIndex(activeLine, { align: 'center' });
   }, [activeLine, active, virtualizer]);
 
+  // The target line, once it is loaded (history may still be arriving): to the middle, once per
+  // move, so that scrolling away from it afterwards is the user's to do.
+  const scrolledTo = useRef<string | null>(null);
+  useEffect(() => {
+    if (target === null || target < 0 || target >= count) return;
+    const move = `${targetMove}:${target}`;
+    if (scrolledTo.current === move) return;
+    scrolledTo.current = move;
+    virtualizer.scrollToIndex(target, { align: 'center' });
+  }, [target, targetMove, count, virtualizer]);
+  // While a target is waited for or was just shown, reaching the bottom (a short log, a target
+  // near the end) does not resume follow: only the user's own scrolling does, or Jump to latest.
+  const pinned = useRef(false);
+  useLayoutEffect(() => {
+    if (target !== null) pinned.current = true;
+  }, [target, targetMove]);
+  const unpin = () => {
+    pinned.current = false;
+  };
+
   // Only a move up pauses follow: while text pours in, a scroll event can arrive after the log
   // grew and before it was scrolled to its new end, which is not the user leaving the bottom.
   const onScroll = (event: UIEvent<HTMLDivElement>) => {
@@ -93,7 +119,7 @@ export function LogView({
     const atBottom =
       element.scrollTop + element.clientHeight >= element.scrollHeight - BOTTOM_SLACK;
     if (follow && movedUp && !atBottom) onFollowChange(false);
-    else if (!follow && atBottom) onFollowChange(true);
+    else if (!follow && atBottom && !pinned.current) onFollowChange(true);
   };
 
   const digits = String(Math.max(firstLine + lines.length, 1)).length;
@@ -108,13 +134,18 @@ export function LogView({
       // Focusable, so the keyboard can scroll it.
       tabIndex={0}
       onScroll={onScroll}
+      onWheel={unpin}
+      onKeyDown={unpin}
+      onPointerDown={unpin}
+      onTouchStart={unpin}
     >
       <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
         {virtualizer.getVirtualItems().map((item) => (
           <div
             key={item.key}
-            className="log-line"
+            className={item.index === target ? 'log-line line-target' : 'log-line'}
             data-index={item.index}
+            data-line={firstLine + item.index + 1}
             style={{
               position: 'absolute',
               top: 0,

@@ -50,6 +50,8 @@ export function RunView({
   tail = defaultTail,
   latest = false,
   maxLogChars,
+  targetLine = null,
+  targetMove = 0,
 }: {
   pipeline: string;
   runId: string;
@@ -58,6 +60,13 @@ export function RunView({
   latest?: boolean;
   /** Log text the view keeps before letting the oldest lines go (default 256 Mi characters). */
   maxLogChars?: number;
+  /**
+   * The line of the log to show (`#L1234`, docs/DASHBOARD.md): once loaded it is brought to the
+   * middle of the view and highlighted, and follow stops so that it stays there.
+   */
+  targetLine?: number | null;
+  /** Changes with each move to `targetLine` (a click on a link to it again goes there again). */
+  targetMove?: number;
 }) {
   // Appended in place (see LogBuffer); `version` says when it changed.
   const [buffer] = useState(() => new LogBuffer(maxLogChars));
@@ -66,7 +75,14 @@ export function RunView({
   const [events, setEvents] = useState<Entry[]>([]);
   const [facts, setFacts] = useState<RunFacts>(NO_FACTS);
   const [notices, setNotices] = useState<string[]>([]);
-  const [follow, setFollow] = useState(true);
+  const [follow, setFollow] = useState(targetLine === null);
+  // A new target stops follow at once, so the log waits where it is until the line arrives.
+  const target = `${targetLine}:${targetMove}`;
+  const [seenTarget, setSeenTarget] = useState(target);
+  if (target !== seenTarget) {
+    setSeenTarget(target);
+    if (targetLine !== null) setFollow(false);
+  }
   const [query, setQuery] = useState('');
   const [active, setActive] = useState(0);
   const searchInput = useRef<HTMLInputElement>(null);
@@ -159,9 +175,18 @@ export function RunView({
       )
     : '—';
 
+  // `lines[i]` is line `dropped + i + 1` of the log.
+  const targetIndex = targetLine === null ? null : targetLine - 1 - buffer.dropped;
+
   const runBody = (
     <>
       {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
+      {targetIndex !== null && targetIndex < 0 ? (
+        <p className="notice" role="note">
+          Line {targetLine?.toLocaleString('en-US')} is no longer held by this view: it is in the{' '}
+          <a href={logHref(pipeline, runId)}>whole log</a>.
+        </p>
+      ) : null}
       {buffer.dropped > 0 ? (
         <p className="notice" role="note">
           This view keeps about the last {formatBytes(maxLogChars ?? DEFAULT_MAX_CHARS)} of the log:
@@ -201,6 +226,8 @@ export function RunView({
             onFollowChange={setFollow}
             matches={search.matches}
             active={shown}
+            target={targetIndex}
+            targetMove={targetMove}
           />
         </div>
         <EventsPanel events={events} kept={EVENTS_KEPT} />
