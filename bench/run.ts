@@ -10,6 +10,7 @@ import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
 import { benchReplicas, missingServices } from './replicas.js';
+import { benchSearch } from './search.js';
 
 const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
@@ -20,6 +21,7 @@ const benches: Record<string, () => Promise<void>> = {
   hardening: benchHardening,
   auth: benchAuth,
   replicas: benchReplicas,
+  search: benchSearch,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {

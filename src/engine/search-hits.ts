@@ -1,4 +1,4 @@
-import type { RE2JS } from 're2js';
+import type { TextMatcher } from '../model/search-query.js';
 
 /**
  * The lines of one search document that match, found by the search's own matcher (RE2: linear
@@ -37,14 +37,13 @@ export interface LineStart {
  * begins inside its first line, says where that line began, so the hit names the line.
  */
 export function lineHits(
-  pattern: RE2JS,
+  pattern: TextMatcher,
   text: string,
   firstLine: number,
   firstOffset: number,
   continued?: LineStart,
 ): LineHit[] {
   const hits: LineHit[] = [];
-  const matcher = pattern.matcher(text);
   // Walking forward: the line the last match was on, and where it starts.
   let line = firstLine;
   let lineStart = 0;
@@ -64,10 +63,7 @@ export function lineHits(
     hits.push(hit);
     current = undefined;
   };
-  while (matcher.find()) {
-    const start = matcher.start();
-    const end = matcher.end();
-    if (end === start) continue;
+  for (const [start, end] of pattern.matches(text)) {
     // Move to the line the match starts on.
     for (
       let nl = text.indexOf('\n', lineStart);

@@ -3,8 +3,8 @@ import type { IndexLimits, Store } from '../store/store.js';
 /**
  * Keeps the search index up with what is stored (docs/SEARCH.md): a pass indexes a bounded
  * amount in one transaction, then gives the rest of the server a turn; while more is waiting
- * the next pass follows at once, and once none is, the indexer looks again every
- * `intervalSeconds`. Indexing is off the append path, so appends go as fast as without search;
+ * it takes at most BACKLOG_SHARE of the time, and once none is, it looks again every
+ * `intervalSeconds`. Appends never wait for the index, only, now and then, for one pass of it;
  * what was stored but not yet indexed is the lag every search answer reports.
  */
 export interface SearchIndexerOptions {
@@ -13,8 +13,16 @@ export interface SearchIndexerOptions {
   onError?: ((error: unknown) => void) | undefined;
 }
 
-/** About 10 ms of indexing per pass on this kind of machine (docs/BENCHMARKS.md, "Search"). */
-export const DEFAULT_INDEX_LIMITS: IndexLimits = { maxEntries: 2000, maxBytes: 256 * 1024 };
+/**
+ * A pass: about 10 ms of indexing on this kind of machine, and rarely past 40 ms when the
+ * full-text index merges its segments (docs/BENCHMARKS.md, "Search").
+ */
+export const DEFAULT_INDEX_LIMITS: IndexLimits = { maxEntries: 2000, maxBytes: 128 * 1024 };
+/**
+ * The share of the time the indexer may take while it has a backlog: after a pass of t ms it
+ * waits t ms, so appends, which share the store's one writer with it, keep at least half.
+ */
+const BACKLOG_SHARE = 0.5;
 /** After a failed pass (the store unreachable), the next try waits this long at least. */
 const RETRY_MS = 1000;
 
@@ -44,7 +52,8 @@ export class SearchIndexer {
 
   /** Indexes until nothing is waiting (tests, and a caller that wants the index current). */
   async catchUp(): Promise<void> {
-    while (await this.once());
+    // A turn of the event loop between passes: a store's write resolves without one.
+    while (await this.once()) await new Promise((resolve) => setImmediate(resolve));
   }
 
   /** One pass; whether more is waiting. */
@@ -68,7 +77,14 @@ export class SearchIndexer {
 
   private async pass(): Promise<void> {
     try {
-      this.schedule((await this.once()) ? 0 : this.options.intervalSeconds * 1000);
+      const started = performance.now();
+      const more = await this.once();
+      const took = performance.now() - started;
+      this.schedule(
+        more
+          ? Math.ceil((took * (1 - BACKLOG_SHARE)) / BACKLOG_SHARE)
+          : this.options.intervalSeconds * 1000,
+      );
     } catch (error) {
       this.options.onError?.(error);
       this.schedule(Math.max(RETRY_MS, this.options.intervalSeconds * 1000));

@@ -51,10 +51,10 @@ export async function search(store: Store, request: SearchRequest): Promise<Sear
       beforeId = document.id;
       if (request.mayRead && !request.mayRead(document.pipeline)) continue;
       const below = after?.id === document.id ? after.position : Number.POSITIVE_INFINITY;
-      for (const hit of await hitsOf(store, request.plan, document)) {
-        const position = hit.line ?? 1;
+      for (const found of hitsOf(request.plan, document)) {
+        const position = found.hit.line ?? 1;
         if (position >= below) continue;
-        hits.push(hit);
+        hits.push(await found.complete(store));
         if (hits.length >= request.limit) {
           next = formatSearchCursor(document.id, position);
           break scan;
@@ -71,12 +71,14 @@ export async function search(store: Store, request: SearchRequest): Promise<Sear
   return { hits, next, index: await indexLag(store) };
 }
 
+/** A hit found, whose seq is looked up only if the page takes it. */
+interface FoundHit {
+  hit: Omit<SearchHit, 'seq'>;
+  complete(store: Store): Promise<SearchHit>;
+}
+
 /** A document's hits, later lines first (the order of the whole answer is newest first). */
-async function hitsOf(
-  store: Store,
-  plan: PlannedSearch,
-  document: SearchDocument,
-): Promise<SearchHit[]> {
+function hitsOf(plan: PlannedSearch, document: SearchDocument): FoundHit[] {
   const run = {
     pipeline: document.pipeline,
     runId: document.runId,
@@ -85,12 +87,12 @@ async function hitsOf(
     kind: document.kind,
   };
   if (document.kind === 'event') {
-    const [hit] = lineHits(plan.pattern, document.text.replaceAll('\n', ' '), 1, 0);
-    if (!hit) return [];
-    const { text, textStart, truncated, matches } = hit;
-    return [
-      { ...run, seq: document.seq!, line: null, offset: null, text, textStart, truncated, matches },
-    ];
+    const [line] = lineHits(plan.pattern, document.text.replaceAll('\n', ' '), 1, 0);
+    if (!line) return [];
+    const { text, textStart, truncated, matches } = line;
+    const rest = { line: null, offset: null, text, textStart, truncated, matches };
+    const hit = { ...run, ...rest };
+    return [{ hit, complete: async () => ({ ...run, seq: document.seq!, ...rest }) }];
   }
   const key = runKey(document.pipeline, document.runId);
   const continued =
@@ -98,12 +100,18 @@ async function hitsOf(
       ? undefined
       : { offset: document.lineOffset, column: document.column };
   const lines = lineHits(plan.pattern, document.text, document.line!, document.offset!, continued);
-  const hits: SearchHit[] = [];
-  for (const line of lines.reverse()) {
-    const chunk = await store.logChunkAt(key, line.offset);
-    hits.push({ ...run, seq: chunk?.seq ?? 0, ...line });
-  }
-  return hits;
+  return lines.reverse().map((line) => {
+    const hit = { ...run, ...line };
+    return {
+      hit,
+      // The entry the line starts in: one indexed lookup, for the hits a page keeps.
+      complete: async (store: Store) => ({
+        ...run,
+        seq: (await store.logChunkAt(key, line.offset))?.seq ?? 0,
+        ...line,
+      }),
+    };
+  });
 }
 
 async function indexLag(store: Store): Promise<SearchPage['index']> {

@@ -2,7 +2,7 @@ import { RE2JS } from 're2js';
 import { describe, expect, it } from 'vitest';
 import type { LineHit } from '../../src/engine/search-hits.js';
 import { MAX_HIT_CHARS, lineHits } from '../../src/engine/search-hits.js';
-import { planSearch } from '../../src/model/search-query.js';
+import { planSearch, re2Matcher } from '../../src/model/search-query.js';
 
 // Where a search matches in an index document, line by line (docs/SEARCH.md).
 
@@ -99,7 +99,7 @@ describe('lineHits', () => {
   });
 
   it('gives no hit for empty matches or no match', () => {
-    expect(lineHits(RE2JS.compile('x*'), 'abc\ndef\n', 1, 0)).toEqual([]);
+    expect(lineHits(re2Matcher(RE2JS.compile('x*')), 'abc\ndef\n', 1, 0)).toEqual([]);
     expect(lineHits(plain('needle'), 'no match here\n', 1, 0)).toEqual([]);
     expect(lineHits(plain('needle'), '', 1, 0)).toEqual([]);
   });
