@@ -171,6 +171,8 @@ const ROWS: readonly Row[] = [
   get('pipelines listing', '/api/v1/pipelines', 'listing'),
   get('topics listing', '/api/v1/topics', 'listing'),
   get('session', '/api/v1/session', 'listing'),
+  get('search', '/api/v1/search?q=first', 'listing'),
+  get('pipeline stats', '/api/v1/stats', 'listing'),
   {
     name: 'POST logs',
     method: 'POST',
