@@ -72,11 +72,6 @@ export function documentId(runPosition: number, documentNumber: number): number 
   return runPosition * DOCUMENTS_PER_RUN + documentNumber;
 }
 
-/** The run position a document id belongs to. */
-export function runPositionOf(id: number): number {
-  return Math.floor(id / DOCUMENTS_PER_RUN);
-}
-
 /**
  * The documents `entries` (the next of the run's stream, in seq order) add, and the state after
  * them. `entries` must follow `state.indexedSeq` without a gap.
@@ -89,8 +84,9 @@ export function documentsOf(
   const documents: NewDocument[] = [];
   let { nextLine, pendingOffset, lineOffset, column, pendingText, documents: made } = state;
   const add = (document: Omit<NewDocument, 'id'>) => {
-    // A run past its documents is no longer indexed rather than given ids of another run.
-    if (made >= DOCUMENTS_PER_RUN) return;
+    // A run past its documents is no longer indexed rather than given ids of another run, and
+    // one whose ids would pass 2^53 (past 134 million runs) is not indexed at all.
+    if (made >= DOCUMENTS_PER_RUN || runPosition > MAX_RUN_POSITION) return;
     documents.push({ id: documentId(runPosition, made), ...document });
     made += 1;
   };
