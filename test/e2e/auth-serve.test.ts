@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, startServerProcess } from '../helpers/server-process.js';
+import { startServerProcess } from '../helpers/server-process.js';
+import { runCli } from '../helpers/cli-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { openSse, hasSeq } from '../helpers/sse.js';
 import type { SseReader } from '../helpers/sse.js';
@@ -19,32 +19,12 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.stop();
 });
 
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI with no TAILWATER_* settings but those given. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith('TAILWATER_')),
-  );
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { env: { ...clean, ...env }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const cli = runCli;
 
 async function serve(): Promise<ServerProcess> {
-  const server = await startServerProcess(['--log-level', 'info'], {
+  // A data directory of its own, not the working directory's tailwater-data.
+  const data = mkdtempSync(join(tmpdir(), 'tailwater-auth-serve-'));
+  const server = await startServerProcess(['--log-level', 'info', '--data', data], {
     TAILWATER_AUTH_SECRET: SECRET,
   });
   servers.push(server);

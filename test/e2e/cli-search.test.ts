@@ -1,11 +1,12 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TailwaterClient } from '../../src/client/http-client.js';
 import type { SearchHit } from '../../src/model/search-result.js';
-import { BIN, startServerProcess } from '../helpers/server-process.js';
+import { startServerProcess } from '../helpers/server-process.js';
+import { runCli } from '../helpers/cli-process.js';
+import type { CliOutcome } from '../helpers/cli-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -17,29 +18,7 @@ import { sleep } from '../helpers/wait.js';
 const SERVER_ENV = { TAILWATER_SEARCH_INDEX_SECONDS: '0.1' };
 const SECRET = 'a-cli-search-secret-of-more-than-thirty-two-bytes';
 
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI to its end with no TAILWATER_* settings but those given. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith('TAILWATER_')),
-  );
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { env: { ...clean, ...env }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const cli = runCli;
 
 /** Polls the search API until `q` finds `count` hits with nothing left to index (10 s at most). */
 async function waitForHits(client: TailwaterClient, q: string, count: number): Promise<void> {
@@ -78,7 +57,7 @@ describe('tailwater search against a real server', () => {
   let server: ServerProcess;
   let client: TailwaterClient;
   let dir: string;
-  let ran: Outcome;
+  let ran: CliOutcome;
 
   const search = (args: string[]) => cli(['search', ...args, '--server', server.url]);
 
