@@ -143,7 +143,8 @@ function allOf(elements: readonly Element[]): LiteralQuery | undefined {
       run += char;
       continue;
     }
-    // Anchors and word boundaries match no character: the literal goes on across them.
+    // `^` and `$` match no character: the literal goes on across them (a `\b` ends it, which
+    // only makes the index ask for less).
     if (element.type === 'Assertion' && (element.kind === 'start' || element.kind === 'end')) {
       continue;
     }
@@ -204,7 +205,7 @@ function weight(query: LiteralQuery): number {
   return query.type === 'literal' ? query.text.length : Math.min(...query.parts.map(weight));
 }
 
-/** Every literal of a query (for a store that checks them one by one). */
+/** Every literal of a query, as the index is asked for them. */
 export function literalsOf(query: LiteralQuery): string[] {
   return query.type === 'literal' ? [query.text] : query.parts.flatMap(literalsOf);
 }
