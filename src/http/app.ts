@@ -19,6 +19,7 @@ import { icebergRoutes } from './iceberg.js';
 import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
 import { openMetadataRoutes } from './openmetadata.js';
+import { otlpRoutes } from './otlp.js';
 import { registerOriginPolicy } from './origin.js';
 import { searchRoutes } from './search.js';
 import { readRoutes } from './read.js';
@@ -87,6 +88,8 @@ export async function buildApp(
   await app.register(readRoutes, deps);
   await app.register(nativeStreamRoutes, deps);
   await app.register(searchRoutes, deps);
+  // OpenTelemetry's OTLP/HTTP logs ingest, on the same port.
+  await app.register(otlpRoutes, deps);
   // One plugin per seed system's dialect, each only an encoder over the same engine.
   await app.register(openMetadataRoutes, deps);
   await app.register(zenmlRoutes, deps);

@@ -21,6 +21,11 @@ declare module 'fastify' {
     resource?: (request: FastifyRequest) => Promise<string> | string;
     /** Any valid token may call it; the route shows only what the token may read. */
     listing?: boolean;
+    /**
+     * Any valid token may call it; the route checks each pipeline it writes to itself, as its
+     * body, not its URL, names them (OTLP ingest).
+     */
+    checksOwnScopes?: boolean;
   }
 }
 
@@ -52,7 +57,9 @@ function needOf(request: FastifyRequest): RouteNeed | 'declared' {
   if (url !== undefined && PUBLIC.has(url)) return { kind: 'public' };
   // Signing in and out checks the token itself (session.ts).
   if (url === '/api/v1/session' && request.method !== 'GET') return { kind: 'public' };
-  if ((url !== undefined && LISTINGS.has(url)) || config?.listing) return { kind: 'listing' };
+  if ((url !== undefined && LISTINGS.has(url)) || config?.listing || config?.checksOwnScopes) {
+    return { kind: 'listing' };
+  }
   if (config?.resource) return 'declared';
   const params = (request.params ?? {}) as { fqn?: string; topic?: string };
   const action = actionOf(request.method);
@@ -209,6 +216,11 @@ async function authorize(
 /** Whether the request may read `resource` (always, with authentication off). */
 export function mayRead(request: FastifyRequest, resource: string): boolean {
   return request.tokenHolder === undefined || allows(request.tokenHolder.grants, 'read', resource);
+}
+
+/** Whether the request may write to `resource` (always, with authentication off). */
+export function mayWrite(request: FastifyRequest, resource: string): boolean {
+  return request.tokenHolder === undefined || allows(request.tokenHolder.grants, 'write', resource);
 }
 
 /** Whether the request may do what needs admin (always, with authentication off). */

@@ -1,5 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { BoundedJsonReader, MAX_JSON_DEPTH } from '../model/bounded-json.js';
@@ -10,6 +12,17 @@ import { TailwaterError } from '../model/errors.js';
 export class PlainText {
   constructor(readonly text: string) {}
 }
+
+/** The body of a route that takes bytes (BodyConfig.bytes), decompressed, with its type. */
+export class RawBody {
+  constructor(
+    readonly bytes: Buffer,
+    /** The media type without parameters, lower case (`application/x-protobuf`). */
+    readonly mediaType: string,
+  ) {}
+}
+
+const gunzipAsync = promisify(gunzip);
 
 /** What a route says of the bodies it takes (its `config`). */
 declare module 'fastify' {
@@ -23,6 +36,11 @@ export interface BodyConfig {
   json?: JsonLimits;
   /** An empty body, whatever its content type, is no body (a route that takes none). */
   emptyBody?: boolean;
+  /**
+   * The route decodes its own body (OTLP's protobuf or JSON): it gets a RawBody of at most
+   * bodyLimit bytes, after `Content-Encoding: gzip` if sent, for these media types only.
+   */
+  bytes?: { mediaTypes: readonly string[] };
 }
 
 const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: MAX_JSON_DEPTH, maxValues: 50_000 };
@@ -97,7 +115,12 @@ function readBody(
   const limit = request.routeOptions.bodyLimit ?? 0;
   checkCharset(request.headers['content-type']);
   const encoding = request.headers['content-encoding'];
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+  const gzipAccepted = request.routeOptions.config.bytes !== undefined;
+  if (
+    encoding !== undefined &&
+    encoding.toLowerCase() !== 'identity' &&
+    !(gzipAccepted && encoding.toLowerCase() === 'gzip')
+  ) {
     throw new TailwaterError(
       'TW_UNSUPPORTED_MEDIA_TYPE',
       `Content-Encoding ${encoding} is not accepted; send the body as it is.`,
@@ -153,6 +176,7 @@ export function registerBodyParsers(app: FastifyInstance, maxBodyBytesInFlight: 
     'application/json',
     async (request: FastifyRequest, payload: IncomingMessage) => {
       const config = request.routeOptions.config;
+      if (config.bytes) return readRawBody(request, payload, budget);
       const reader = new BoundedJsonReader(config.json ?? DEFAULT_JSON_LIMITS);
       const bytes = await readBody(request, payload, budget, (chunk) => reader.feed(chunk));
       if (bytes === 0 && config.emptyBody) return undefined;
@@ -169,6 +193,57 @@ export function registerBodyParsers(app: FastifyInstance, maxBodyBytesInFlight: 
       return new PlainText(body.toString('utf8'));
     },
   );
+  // Only a route that decodes its own bytes takes protobuf; any other answers 415.
+  app.addContentTypeParser(
+    'application/x-protobuf',
+    async (request: FastifyRequest, payload: IncomingMessage) => {
+      if (!request.routeOptions.config.bytes) {
+        throw new TailwaterError(
+          'TW_UNSUPPORTED_MEDIA_TYPE',
+          'Unsupported content type: use application/json (or text/plain for log text).',
+        );
+      }
+      return readRawBody(request, payload, budget);
+    },
+  );
+}
+
+/**
+ * A body as bytes, for a route that decodes its own: gzip is undone with the same limit on
+ * what it inflates to as on what was sent, so a small bomb cannot become a large body.
+ */
+async function readRawBody(
+  request: FastifyRequest,
+  payload: IncomingMessage,
+  budget: BodyBudget,
+): Promise<RawBody> {
+  const mediaType = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const accepted = request.routeOptions.config.bytes!.mediaTypes;
+  if (!accepted.includes(mediaType)) {
+    throw new TailwaterError(
+      'TW_UNSUPPORTED_MEDIA_TYPE',
+      `Unsupported content type: this endpoint takes ${accepted.join(' or ')}.`,
+    );
+  }
+  const chunks: Buffer[] = [];
+  await readBody(request, payload, budget, (chunk) => chunks.push(chunk));
+  const sent = Buffer.concat(chunks);
+  if (request.headers['content-encoding']?.toLowerCase() !== 'gzip') {
+    return new RawBody(sent, mediaType);
+  }
+  const limit = request.routeOptions.bodyLimit ?? 0;
+  let inflated: Buffer;
+  try {
+    inflated = await gunzipAsync(sent, { maxOutputLength: limit });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limit);
+    throw new TailwaterError(
+      'TW_BAD_REQUEST',
+      `The body is not valid gzip: ${(error as Error).message}`,
+    );
+  }
+  budget.take(request.raw, inflated.length);
+  return new RawBody(inflated, mediaType);
 }
 
 /** Validates a parsed JSON body; the first problem is reported with its path. */

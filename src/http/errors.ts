@@ -61,23 +61,30 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
   socket.destroy();
 }
 
-/** For the router's own refusals, which happen before Fastify's reply exists. */
-export function sendRawError(res: ServerResponse, error: TailwaterError): void {
+/**
+ * For the router's own refusals, which happen before Fastify's reply exists. An answer to HEAD
+ * has no body, as Fastify's own answers to HEAD have none.
+ */
+export function sendRawError(res: ServerResponse, error: TailwaterError, method?: string): void {
   res.writeHead(ERROR_STATUS[error.code], { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(tailwaterErrorBody(error)));
+  res.end(method === 'HEAD' ? undefined : JSON.stringify(tailwaterErrorBody(error)));
 }
+
+const methodOf = (req: unknown) => (req as { method?: string } | undefined)?.method;
 
 /** Router hooks: a malformed percent-encoding or an over-long path segment is a 400 like any other. */
 export const routerErrorOptions = {
-  onBadUrl: (path: string, _req: unknown, res: ServerResponse) =>
+  onBadUrl: (path: string, req: unknown, res: ServerResponse) =>
     sendRawError(
       res,
       new TailwaterError('TW_BAD_REQUEST', `The path is not valid percent-encoded UTF-8: ${path}`),
+      methodOf(req),
     ),
-  onMaxParamLength: (_path: string, _req: unknown, res: ServerResponse) =>
+  onMaxParamLength: (_path: string, req: unknown, res: ServerResponse) =>
     sendRawError(
       res,
       new TailwaterError('TW_BAD_NAME', 'A name in the path is too long (at most 256 bytes).'),
+      methodOf(req),
     ),
 };
 
