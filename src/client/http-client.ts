@@ -2,6 +2,7 @@ import type { Entry, NewEvent } from '../model/entry.js';
 import type { PipelineSummary, Run, RunStatus } from '../model/run.js';
 import type { SearchPage } from '../model/search-result.js';
 import { TailwaterClientError } from './errors.js';
+import { envVar } from './portable.js';
 
 export interface ClientOptions {
   /** Base URL of the server; default `TAILWATER_SERVER` or http://127.0.0.1:8585. */
@@ -31,7 +32,7 @@ export interface AppendEventsResult {
 }
 
 export function resolveServer(server?: string): string {
-  return (server ?? process.env['TAILWATER_SERVER'] ?? 'http://127.0.0.1:8585').replace(/\/+$/, '');
+  return (server ?? envVar('TAILWATER_SERVER') ?? 'http://127.0.0.1:8585').replace(/\/+$/, '');
 }
 
 export function runPath(pipeline: string, runId: string): string {
@@ -75,7 +76,7 @@ export class TailwaterClient {
 
   constructor(options: ClientOptions = {}) {
     this.server = resolveServer(options.server);
-    this.token = options.token ?? process.env['TAILWATER_TOKEN'] ?? undefined;
+    this.token = options.token ?? envVar('TAILWATER_TOKEN') ?? undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }
 

@@ -1,7 +1,10 @@
+// The SDK: `tailwater/client` (package.json `exports`). It runs in Node.js 20 and in browsers
+// alike, so it reaches only src/client and the pure parts of src/model: never the server's
+// modules, nor a `node:` built-in (test/unit/client-bundle.test.ts checks; docs/SDK.md).
 export { backoffDelay } from '../model/backoff.js';
 export type { BackoffOptions } from '../model/backoff.js';
 export { TailwaterClientError } from './errors.js';
-export { TailwaterClient } from './http-client.js';
+export { runPath, TailwaterClient } from './http-client.js';
 export type {
   AppendEventsResult,
   AppendLogResult,
@@ -10,6 +13,10 @@ export type {
   SearchOptions,
   Target,
 } from './http-client.js';
+export type { Entry, NewEvent } from '../model/entry.js';
+export { formatBytes } from '../model/format.js';
+export { isRunStatus, isTerminal, RUN_STATUSES } from '../model/run.js';
+export type { PipelineSummary, Run, RunStatus, RunSummary } from '../model/run.js';
 export type { SearchHit, SearchPage } from '../model/search-result.js';
 export { Publisher } from './publisher.js';
 export type { PublisherOptions, PublishOptions } from './publisher.js';

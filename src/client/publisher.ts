@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { NewEvent } from '../model/entry.js';
 import { validateProducerKind } from '../model/names.js';
 import type { BackoffOptions } from '../model/backoff.js';
@@ -6,6 +5,7 @@ import { backoffDelay, sleep } from '../model/backoff.js';
 import { TailwaterClientError } from './errors.js';
 import type { ClientOptions, Target } from './http-client.js';
 import { TailwaterClient } from './http-client.js';
+import { randomId, utf8Length } from './portable.js';
 
 export interface PublisherOptions extends ClientOptions {
   target: Target;
@@ -44,7 +44,7 @@ export class Publisher {
   private readonly queue: NewEvent[] = [];
   private inFlight = 0;
   private pumping: Promise<void> | undefined;
-  private readonly idPrefix = randomUUID();
+  private readonly idPrefix = randomId();
   private counter = 0;
   private readonly queueSize: number;
   private readonly batchSize: number;
@@ -71,7 +71,7 @@ export class Publisher {
    */
   publish(kind: string, data: unknown, options: PublishOptions = {}): void {
     validateProducerKind(kind);
-    const size = Buffer.byteLength(JSON.stringify(data ?? null), 'utf8');
+    const size = utf8Length(JSON.stringify(data ?? null));
     if (size > this.maxEventBytes) {
       throw new RangeError(`Event data exceeds ${this.maxEventBytes} bytes (was ${size}).`);
     }

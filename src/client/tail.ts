@@ -6,6 +6,7 @@ import type { BackoffOptions } from '../model/backoff.js';
 import { backoffDelay, sleep } from '../model/backoff.js';
 import { TailwaterClientError } from './errors.js';
 import type { ClientOptions, Target } from './http-client.js';
+import { chunksOf } from './portable.js';
 import {
   describeFetchError,
   errorFromResponse,
@@ -154,7 +155,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
         let closing = false;
         failure = 'the stream was cut';
         connection.alive();
-        for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+        for await (const chunk of chunksOf(response.body as ReadableStream<Uint8Array>)) {
           connection.pause();
           parser.feed(decoder.decode(chunk, { stream: true }));
           for (const message of pending.splice(0)) {

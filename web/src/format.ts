@@ -1,4 +1,4 @@
-export { formatBytes } from '../../src/model/format.js';
+export { formatBytes } from '../../src/client/index.js';
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '—';

@@ -1,5 +1,5 @@
 import { useEffect, useEffectEvent } from 'react';
-import { TailwaterClient } from '../../src/client/http-client.js';
+import { TailwaterClient } from '../../src/client/index.js';
 import type { Run } from '../../src/model/run.js';
 import { useAuth } from './auth.js';
 import { statusOf } from './session.js';

@@ -1,5 +1,4 @@
-import { TailwaterClientError } from '../../src/client/errors.js';
-import { TailwaterClient } from '../../src/client/http-client.js';
+import { TailwaterClient, TailwaterClientError } from '../../src/client/index.js';
 
 /** `GET /api/v1/session`: whether the server checks tokens, and whose token the cookie holds. */
 export type SessionInfo =

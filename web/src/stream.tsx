@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useEffectEvent, useRef, useState } from 'react';
-import { tail } from '../../src/client/tail.js';
-import type { TailEvent, TailOptions } from '../../src/client/tail.js';
+import { tail } from '../../src/client/index.js';
+import type { TailEvent, TailOptions } from '../../src/client/index.js';
 import { useAuth, useRetryAfterSignIn } from './auth.js';
 import type { SignInReason } from './auth.js';
 import { messageOf, statusOf } from './session.js';

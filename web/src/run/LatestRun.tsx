@@ -1,6 +1,5 @@
 import { useEffect, useEffectEvent, useState } from 'react';
-import { TailwaterClientError } from '../../../src/client/errors.js';
-import { TailwaterClient } from '../../../src/client/http-client.js';
+import { TailwaterClient, TailwaterClientError } from '../../../src/client/index.js';
 import { NotAllowed, useAuth, useRetryAfterSignIn } from '../auth.js';
 import { messageOf, statusOf } from '../session.js';
 import type { TailFn } from '../stream.js';

@@ -1,7 +1,6 @@
 import { useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
-import { runPath } from '../../../src/client/http-client.js';
+import { isTerminal, RUN_STATUSES, runPath } from '../../../src/client/index.js';
 import type { Entry } from '../../../src/model/entry.js';
-import { isTerminal, RUN_STATUSES } from '../../../src/model/run.js';
 import type { RunStatus } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';

@@ -1,7 +1,7 @@
 import { useEffect, useEffectEvent, useId, useState } from 'react';
 import type { FormEvent } from 'react';
-import { TailwaterClient } from '../../../src/client/http-client.js';
-import type { SearchOptions } from '../../../src/client/http-client.js';
+import { TailwaterClient } from '../../../src/client/index.js';
+import type { SearchOptions } from '../../../src/client/index.js';
 import type { SearchHit, SearchPage as SearchAnswer } from '../../../src/model/search-result.js';
 import { NotAllowed, useAuth, useRetryAfterSignIn } from '../auth.js';
 import { runHref } from '../format.js';
