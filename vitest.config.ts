@@ -26,6 +26,7 @@ const BACKEND_SUITES = [
   'test/unit/run-retention.test.ts',
   'test/unit/pipeline-stats.test.ts',
   'test/unit/http-search.test.ts',
+  'test/unit/openapi.test.ts',
   'test/unit/otlp-ingest.test.ts',
 ];
 

@@ -19,6 +19,7 @@ import { icebergRoutes } from './iceberg.js';
 import { metricsRoutes } from './metrics.js';
 import { nativeStreamRoutes } from './native.js';
 import { openMetadataRoutes } from './openmetadata.js';
+import { registerOpenApi } from './openapi.js';
 import { otlpRoutes } from './otlp.js';
 import { registerOriginPolicy } from './origin.js';
 import { searchRoutes } from './search.js';
@@ -81,6 +82,8 @@ export async function buildApp(
     await limitAppendsPerToken(app, settings.appendsPerMinutePerToken);
   }
   registerSecurityHeaders(app);
+  // Before the routes, so that it sees them all (docs/API.md, "OpenAPI").
+  await registerOpenApi(app, { authentication: verify !== undefined });
   await app.register(healthRoutes, deps);
   await app.register(metricsRoutes, deps);
   await app.register(runRoutes, deps);

@@ -42,7 +42,16 @@ export const TOKEN_COOKIE = 'tailwater_token';
 type RouteNeed =
   { kind: 'public' } | { kind: 'listing' } | { kind: 'scope'; action: Action; resource: string };
 
-const PUBLIC = new Set(['/healthz', '/readyz', '/', '/ui', '/ui/', '/ui/*']);
+// The OpenAPI document (openapi.ts) describes the API and holds no data.
+const PUBLIC = new Set([
+  '/healthz',
+  '/readyz',
+  '/api/v1/openapi.json',
+  '/',
+  '/ui',
+  '/ui/',
+  '/ui/*',
+]);
 const LISTINGS = new Set([
   '/api/v1/pipelines',
   '/api/v1/topics',

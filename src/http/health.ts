@@ -2,14 +2,28 @@ import type { FastifyInstance } from 'fastify';
 import { topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
 import type { AppDeps } from './deps.js';
+import { health, json, readiness, unready } from './schemas/api.js';
 
 export async function healthRoutes(
   app: FastifyInstance,
   { store, busHealth, sourceStatus }: AppDeps,
 ): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  const liveness = {
+    summary: 'Whether the process is up',
+    tags: ['health'],
+    response: { 200: json('The process is up.', health) },
+  };
+  app.get('/healthz', { schema: liveness }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', async (_request, reply) => {
+  const readyness = {
+    summary: 'Whether the server can serve (its store answers)',
+    tags: ['health'],
+    response: {
+      200: json('Ready; `degraded` when the bus or a source lost its server.', readiness),
+      503: json('The store does not answer.', unready),
+    },
+  };
+  app.get('/readyz', { schema: readyness }, async (_request, reply) => {
     try {
       await store.bounds(topicKey(RUNS_FEED_TOPIC));
     } catch (error) {

@@ -3,7 +3,9 @@ import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PipelineStats, SearchIndexStatus } from '../store/store.js';
+import { z } from 'zod';
 import type { AppDeps } from './deps.js';
+import { errors, media } from './schemas/api.js';
 
 /**
  * GET /metrics in Prometheus' text format: the engine's counts and what its viewers hold, read
@@ -145,7 +147,16 @@ export async function metricsRoutes(app: FastifyInstance, { hub, store }: AppDep
     () => blocks.longestSeconds(),
   );
 
-  app.get('/metrics', async (_request, reply) =>
+  const scrape = {
+    summary: 'Prometheus metrics',
+    description: 'With authentication on: an admin token, or the fixed `metricsToken`.',
+    tags: ['health'],
+    response: {
+      200: media('Prometheus text format.', 'text/plain', z.string()),
+      ...errors(401, 403),
+    },
+  };
+  app.get('/metrics', { schema: scrape }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );
 }

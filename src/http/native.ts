@@ -9,16 +9,23 @@ import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
 import type { AppDeps } from './deps.js';
+import { z } from 'zod';
 import {
   lastEventId,
+  listQuery,
   parseFilter,
-  parseList,
   parseStart,
   pipelineParam,
+  queryValue,
   resolveRunId,
+  streamFilterQuery,
+  streamStartQuery,
   topicParam,
 } from './params.js';
 import { entryJson } from './exact-json.js';
+import { errors } from './schemas/api.js';
+import { runPath, topicPath } from './schemas/paths.js';
+import { streamResponse } from './schemas/stream.js';
 import { commentBytes, frameBytes, streamTo } from './sse.js';
 
 // One encoded frame per entry, shared by every native viewer of the stream, and one buffer per
@@ -81,6 +88,33 @@ export class NativeEncoder implements FrameEncoder {
 
 type Query = Record<string, string | string[] | undefined>;
 
+const streamQuery = z.object({ ...streamStartQuery.shape, ...streamFilterQuery.shape });
+const feedQuery = z.object({
+  ...streamQuery.shape,
+  pipeline: listQuery('pipeline', "Only these pipelines' runs."),
+});
+
+const lastEventIdHeader = z.object({
+  'last-event-id': z.string().optional().meta({
+    description: 'The last id seen: the stream resumes after it (it wins over `?after=`).',
+  }),
+});
+
+/**
+ * A stream's schema. What it can answer instead of opening: a bad name or query, capacity
+ * (docs/API.md, "Streaming"), and for a run `latest` of a pipeline without runs (404).
+ */
+const streamSchema = (summary: string, params?: z.ZodObject) => ({
+  summary,
+  tags: ['streams'],
+  ...(params ? { params } : {}),
+  headers: lastEventIdHeader,
+  response: {
+    200: streamResponse,
+    ...(params === runPath ? errors(400, 404, 429, 503) : errors(400, 429, 503)),
+  },
+});
+
 /** The native stream endpoints: a run, a topic, and the runs feed. */
 export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const stream = async (
@@ -102,20 +136,39 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
     );
   };
 
-  app.get('/api/v1/pipelines/:fqn/runs/:runId/stream', async (request, reply) => {
-    const params = request.params as { fqn: string; runId: string };
-    const fqn = pipelineParam(params.fqn);
-    const runId = await resolveRunId(deps.store, fqn, params.runId);
-    await stream(request, reply, runKey(fqn, runId));
-  });
+  const runStream = {
+    ...streamSchema("Follow a run's entries live", runPath),
+    querystring: streamQuery,
+    description: 'Ends (`end`) once the run finished and its log was quiet for a while.',
+  };
+  app.get(
+    '/api/v1/pipelines/:fqn/runs/:runId/stream',
+    { schema: runStream },
+    async (request, reply) => {
+      const params = request.params as { fqn: string; runId: string };
+      const fqn = pipelineParam(params.fqn);
+      const runId = await resolveRunId(deps.store, fqn, params.runId);
+      await stream(request, reply, runKey(fqn, runId));
+    },
+  );
 
-  app.get('/api/v1/topics/:topic/stream', async (request, reply) => {
+  const topicStream = {
+    ...streamSchema("Follow a topic's entries live", topicPath),
+    querystring: streamQuery,
+  };
+  app.get('/api/v1/topics/:topic/stream', { schema: topicStream }, async (request, reply) => {
     const topic = topicParam((request.params as { topic: string }).topic);
     await stream(request, reply, topicKey(topic));
   });
 
-  app.get('/api/v1/runs/stream', async (request, reply) => {
-    const pipelines = parseList(request.query as Query, 'pipeline');
+  const feedStream = {
+    ...streamSchema('Follow every run status change (the runs feed)'),
+    querystring: feedQuery,
+    description:
+      'One `status` entry per run status change or cancel request, its `data` a RunSummary.',
+  };
+  app.get('/api/v1/runs/stream', { schema: feedStream }, async (request, reply) => {
+    const pipelines = queryValue(feedQuery, request.query as Query, 'pipeline');
     const pipelineOf = (entry: Entry) => (entry.data as { pipeline?: string }).pipeline ?? '';
     // The feed shows a token only the runs of pipelines it may read.
     const readable = (entry: Entry) => mayRead(request, pipelineResource(pipelineOf(entry)));

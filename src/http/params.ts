@@ -6,6 +6,7 @@ import { TailwaterError } from '../model/errors.js';
 import { validateFqn, validateLabel, validateRunId, validateTopic } from '../model/names.js';
 import type { Run } from '../model/run.js';
 import type { PageRequest, Store } from '../store/store.js';
+import { z } from 'zod';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -89,15 +90,6 @@ export function parseLabelList(query: Query, name: string): string[] | undefined
   return parseList(query, name)?.map((value) => validateLabel(name, value));
 }
 
-/** `?after=<cursor>&limit=N` of a listing. */
-export function pageParams(query: Query, options: { default: number; max: number }): PageRequest {
-  const after = single(query, 'after');
-  if (after !== undefined && after.length === 0) {
-    throw new TailwaterError('TW_BAD_CURSOR', 'after must be the `next` of the previous page.');
-  }
-  return { after, limit: intParam(query, 'limit', { min: 1, ...options }) };
-}
-
 export function single(query: Query, name: string): string | undefined {
   const raw = query[name];
   if (Array.isArray(raw)) {
@@ -127,14 +119,192 @@ export function intParam(
   return value;
 }
 
-/** `?after=` (alias `?since=`) as a cursor; absent means 0. */
-export function afterParam(query: Query): number {
-  const raw = single(query, 'after') ?? single(query, 'since');
-  return raw === undefined ? 0 : parseCursor(raw, 'after cursor');
-}
-
 /** The most entries `?tail=N` replays (an index walk of N). */
 export const MAX_TAIL = 100_000;
+
+/**
+ * A query parameter as a zod schema. Routes name it in `schema.querystring`, so the OpenAPI
+ * document shows it, and their handlers read it with `queryValue` where its turn comes (a run is
+ * found before its query is read; `Last-Event-ID` wins over `?after=`, which is then not read at
+ * all), so every check stays where docs/API.md puts it. `read` is one of the helpers above, so a
+ * refusal is theirs, code and message; `doc` is what the document says of the parameter, made
+ * from the same options the check uses.
+ */
+export function queryParam<T>(
+  name: string,
+  read: (query: Query) => T,
+  doc: Record<string, unknown>,
+  options: { required?: boolean } = {},
+) {
+  const input = options.required ? z.unknown() : z.unknown().optional();
+  return input
+    .transform((raw, ctx): T => {
+      try {
+        return read({ [name]: raw as string | string[] | undefined });
+      } catch (error) {
+        if (!(error instanceof TailwaterError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message, params: { error } });
+        return z.NEVER;
+      }
+    })
+    .meta(doc);
+}
+
+/** The value of one parameter of a route's query schema, or the refusal of its check. */
+export function queryValue<S extends z.ZodObject, K extends keyof S['shape'] & string>(
+  schema: S,
+  query: Query,
+  name: K,
+): z.output<S['shape'][K]> {
+  const field = schema.shape[name] as z.ZodType<z.output<S['shape'][K]>>;
+  const result = field.safeParse(query[name]);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const error = (issue as { params?: { error?: unknown } } | undefined)?.params?.error;
+  if (error instanceof TailwaterError) throw error;
+  throw new TailwaterError('TW_BAD_QUERY', `${name}: ${issue?.message ?? 'not valid'}.`);
+}
+
+/** An integer in [min, max], or its default (`intParam`). */
+export function intQuery(
+  name: string,
+  options: { min: number; max: number; default: number },
+  description: string,
+) {
+  return queryParam(name, (query) => intParam(query, name, options), {
+    type: 'integer',
+    minimum: options.min,
+    maximum: options.max,
+    description: `${description} Default ${options.default}.`,
+  });
+}
+
+/** A repeatable, comma-separable list (`parseList`, or `parseLabelList` for names). */
+export function listQuery(name: string, description: string, options: { labels?: boolean } = {}) {
+  return queryParam(
+    name,
+    (query) => (options.labels ? parseLabelList(query, name) : parseList(query, name)),
+    {
+      type: 'array',
+      items: { type: 'string' },
+      maxItems: MAX_LIST_VALUES,
+      description: `${description} Repeatable or comma-separated, at most ${MAX_LIST_VALUES} values.`,
+    },
+  );
+}
+
+/** `?after=<cursor>&limit=N` of a listing, `limit` in [1, max]. */
+export function pageQuery(limit: { default: number; max: number }) {
+  return z.object({
+    after: queryParam(
+      'after',
+      (query) => {
+        const after = single(query, 'after');
+        if (after !== undefined && after.length === 0) {
+          throw new TailwaterError(
+            'TW_BAD_CURSOR',
+            'after must be the `next` of the previous page.',
+          );
+        }
+        return after;
+      },
+      { type: 'string', description: 'The `next` of the previous page.' },
+    ),
+    limit: intQuery('limit', { min: 1, ...limit }, 'Items per page.'),
+  });
+}
+
+/** The page a listing asks for, read from its `pageQuery`. */
+export function pageParams(schema: ReturnType<typeof pageQuery>, query: Query): PageRequest {
+  return { after: queryValue(schema, query, 'after'), limit: queryValue(schema, query, 'limit') };
+}
+
+/** A seq cursor (`?after=`, alias `?since=`): a non-negative integer. */
+function seqCursorQuery(name: 'after' | 'since') {
+  return queryParam(
+    name,
+    (query) => {
+      const raw = single(query, name);
+      return raw === undefined ? undefined : parseCursor(raw, 'after cursor');
+    },
+    {
+      type: 'string',
+      pattern: '^\\s*[0-9]+\\s*$',
+      description:
+        name === 'after'
+          ? 'Entries after this seq. Default 0.'
+          : 'The same as `after` (which wins).',
+    },
+  );
+}
+
+/** `?after=` (alias `?since=`) of a read. */
+export const seqAfterQuery = z.object({
+  after: seqCursorQuery('after'),
+  since: seqCursorQuery('since'),
+});
+
+/** `?after=` (alias `?since=`) as a cursor; absent means 0. */
+export function afterParam(query: Query): number {
+  return (
+    queryValue(seqAfterQuery, query, 'after') ?? queryValue(seqAfterQuery, query, 'since') ?? 0
+  );
+}
+
+/** A stream cursor: `<seq>` or `<seq>-<epoch>` (the native `id:`). */
+function streamCursorQuery(name: 'after' | 'since') {
+  return queryParam(
+    name,
+    (query) => {
+      const raw = single(query, name);
+      return raw === undefined ? undefined : parseStreamCursor(raw, 'after cursor');
+    },
+    {
+      type: 'string',
+      description:
+        name === 'after'
+          ? 'Start after this id (`<seq>-<epoch>`, or a bare seq). `Last-Event-ID` wins over it.'
+          : 'The same as `after` (which wins).',
+    },
+  );
+}
+
+/** Where a native stream starts, by query (read by `parseStart`). */
+export const streamStartQuery = z.object({
+  after: streamCursorQuery('after'),
+  since: streamCursorQuery('since'),
+  from: queryParam(
+    'from',
+    (query) => {
+      const from = single(query, 'from');
+      if (from !== undefined && from !== 'latest' && from !== 'start') {
+        throw new TailwaterError(
+          'TW_BAD_QUERY',
+          `from must be "latest" or "start" (was "${from}").`,
+        );
+      }
+      return from;
+    },
+    {
+      type: 'string',
+      enum: ['latest', 'start'],
+      description: '`latest`: with the next new entry.',
+    },
+  ),
+  tail: queryParam(
+    'tail',
+    (query) =>
+      query['tail'] === undefined
+        ? undefined
+        : intParam(query, 'tail', { min: 0, max: MAX_TAIL, default: 0 }),
+    {
+      type: 'integer',
+      minimum: 0,
+      maximum: MAX_TAIL,
+      description: 'Start with the last N entries (of the `kinds` asked for, if any).',
+    },
+  ),
+});
 
 /**
  * Where a stream starts: `Last-Event-ID` wins over `?after=` / `?since=`; else `?from=latest`,
@@ -150,25 +320,28 @@ export function parseStart(header: string | undefined, query: Query): StartPosit
       ? { type: 'after', ...parseStreamCursor(header) }
       : { type: 'unplaceable' };
   }
-  const after = single(query, 'after') ?? single(query, 'since');
-  if (after !== undefined) return { type: 'after', ...parseStreamCursor(after, 'after cursor') };
-  const from = single(query, 'from');
-  if (from !== undefined) {
-    if (from !== 'latest' && from !== 'start') {
-      throw new TailwaterError('TW_BAD_QUERY', `from must be "latest" or "start" (was "${from}").`);
-    }
-    if (from === 'latest') return { type: 'latest' };
-  }
-  if (query['tail'] !== undefined) {
-    return { type: 'tail', count: intParam(query, 'tail', { min: 0, max: MAX_TAIL, default: 0 }) };
-  }
+  const after =
+    queryValue(streamStartQuery, query, 'after') ?? queryValue(streamStartQuery, query, 'since');
+  if (after !== undefined) return { type: 'after', ...after };
+  if (queryValue(streamStartQuery, query, 'from') === 'latest') return { type: 'latest' };
+  const tail = queryValue(streamStartQuery, query, 'tail');
+  if (tail !== undefined) return { type: 'tail', count: tail };
   return { type: 'after', seq: 0 };
 }
 
+/** What a native stream shows (read by `parseFilter`); any value within one matches. */
+export const streamFilterQuery = z.object({
+  kinds: listQuery('kinds', 'Only entries of these kinds.'),
+  steps: listQuery('steps', 'Only entries of these steps.', { labels: true }),
+  correlationIds: listQuery('correlationIds', 'Only entries with these correlation ids.', {
+    labels: true,
+  }),
+});
+
 export function parseFilter(query: Query): EntryFilter {
   return {
-    kinds: parseList(query, 'kinds'),
-    steps: parseLabelList(query, 'steps'),
-    correlationIds: parseLabelList(query, 'correlationIds'),
+    kinds: queryValue(streamFilterQuery, query, 'kinds'),
+    steps: queryValue(streamFilterQuery, query, 'steps'),
+    correlationIds: queryValue(streamFilterQuery, query, 'correlationIds'),
   };
 }

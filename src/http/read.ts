@@ -9,20 +9,45 @@ import type { LogChunk, Store } from '../store/store.js';
 import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
+import { z } from 'zod';
 import {
   afterParam,
-  intParam,
-  parseList,
+  intQuery,
+  listQuery,
   pipelineParam,
+  queryValue,
   resolveRunId,
+  seqAfterQuery,
   topicParam,
 } from './params.js';
+import { entriesPage, errors, json, logPage as logPageSchema, media } from './schemas/api.js';
+import { runPath, topicPath } from './schemas/paths.js';
 
 const MiB = 1024 * 1024;
 /** A page of entries stops at this much payload, however many entries `limit` allows. */
 const ENTRIES_PAGE_BYTES = 4 * MiB;
 type Query = Record<string, string | string[] | undefined>;
 type RunParams = { fqn: string; runId: string };
+
+const entriesQuery = z.object({
+  ...seqAfterQuery.shape,
+  limit: intQuery('limit', { min: 1, max: 1000, default: 100 }, 'Entries per page.'),
+  kinds: listQuery('kinds', 'Only entries of these kinds (read by index).'),
+});
+
+const logQuery = z.object({
+  offset: intQuery(
+    'offset',
+    { min: -1, max: Number.MAX_SAFE_INTEGER, default: 0 },
+    'The byte offset to read from; -1 reads the tail (the chunks ending in the last `limit` bytes).',
+  ),
+  limit: intQuery('limit', { min: 1, max: MiB, default: MiB }, 'Bytes to read.'),
+});
+
+const entriesResponses = {
+  200: json('A page of entries; `hasMore` says to go on from `next`.', entriesPage),
+  ...errors(400, 404),
+};
 
 /** Reading without streaming: entries by cursor, log by byte offset, the whole log as text. */
 export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
@@ -38,8 +63,8 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
 
   const entries = async (key: StreamKey, query: Query, reply: FastifyReply) => {
     const after = afterParam(query);
-    const limit = intParam(query, 'limit', { min: 1, max: 1000, default: 100 });
-    const kinds = parseList(query, 'kinds');
+    const limit = queryValue(entriesQuery, query, 'limit');
+    const kinds = queryValue(entriesQuery, query, 'kinds');
     const page = await store.readEntries(key, {
       afterSeq: after,
       limit: limit + 1,
@@ -59,11 +84,28 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     return `{"entries":[${list}],"next":${next},"hasMore":${hasMore}}`;
   };
 
-  app.get('/api/v1/pipelines/:fqn/runs/:runId/entries', async (request, reply) =>
-    entries(await existingRun(request.params as RunParams), request.query as Query, reply),
+  const runEntries = {
+    summary: "A run's entries, by cursor",
+    tags: ['read'],
+    params: runPath,
+    querystring: entriesQuery,
+    response: entriesResponses,
+  };
+  app.get(
+    '/api/v1/pipelines/:fqn/runs/:runId/entries',
+    { schema: runEntries },
+    async (request, reply) =>
+      entries(await existingRun(request.params as RunParams), request.query as Query, reply),
   );
 
-  app.get('/api/v1/topics/:topic/entries', async (request, reply) =>
+  const topicEntries = {
+    summary: "A topic's entries, by cursor",
+    tags: ['read', 'topics'],
+    params: topicPath,
+    querystring: entriesQuery,
+    response: entriesResponses,
+  };
+  app.get('/api/v1/topics/:topic/entries', { schema: topicEntries }, async (request, reply) =>
     entries(
       topicKey(topicParam((request.params as { topic: string }).topic)),
       request.query as Query,
@@ -71,23 +113,50 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     ),
   );
 
-  app.get('/api/v1/pipelines/:fqn/runs/:runId/log', async (request) => {
+  const runLog = {
+    summary: "A run's log, by byte offset",
+    tags: ['read'],
+    params: runPath,
+    querystring: logQuery,
+    response: {
+      200: json('Whole chunks whose offset is in the window.', logPageSchema),
+      ...errors(400, 404),
+    },
+  };
+  app.get('/api/v1/pipelines/:fqn/runs/:runId/log', { schema: runLog }, async (request) => {
     const key = await existingRun(request.params as RunParams);
     const query = request.query as Query;
-    const offset = intParam(query, 'offset', { min: -1, max: Number.MAX_SAFE_INTEGER, default: 0 });
-    const limit = intParam(query, 'limit', { min: 1, max: MiB, default: MiB });
+    const offset = queryValue(logQuery, query, 'offset');
+    const limit = queryValue(logQuery, query, 'limit');
     return logPage(store, key, offset, limit);
   });
 
-  app.get('/api/v1/pipelines/:fqn/runs/:runId/log.txt', async (request, reply) => {
-    const params = request.params as RunParams;
-    const key = await existingRun(params);
-    const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
-    return reply
-      .type('text/plain; charset=utf-8')
-      .header('Content-Disposition', attachment(`${name}.log`))
-      .send(Readable.from(logText(store, key)));
-  });
+  const runLogText = {
+    summary: "A run's whole log, as a download",
+    tags: ['read'],
+    params: runPath,
+    response: {
+      200: media(
+        'The whole log, streamed, with `Content-Disposition: attachment`.',
+        'text/plain',
+        z.string(),
+      ),
+      ...errors(400, 404),
+    },
+  };
+  app.get(
+    '/api/v1/pipelines/:fqn/runs/:runId/log.txt',
+    { schema: runLogText },
+    async (request, reply) => {
+      const params = request.params as RunParams;
+      const key = await existingRun(params);
+      const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
+      return reply
+        .type('text/plain; charset=utf-8')
+        .header('Content-Disposition', attachment(`${name}.log`))
+        .send(Readable.from(logText(store, key)));
+    },
+  );
 }
 
 /** Whether a stream has entries past the last of a page (of any kind: a cursor never skips). */

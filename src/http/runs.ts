@@ -9,7 +9,25 @@ import { RUNS_FEED_TOPIC } from '../store/store.js';
 import { parseBody } from './body.js';
 import type { BodyConfig } from './body.js';
 import type { AppDeps } from './deps.js';
-import { pageParams, pipelineParam, resolveRunId } from './params.js';
+import {
+  pageParams,
+  pageQuery,
+  pipelineParam,
+  queryParam,
+  queryValue,
+  resolveRunId,
+} from './params.js';
+import {
+  errors,
+  json,
+  noContent,
+  pipelineList,
+  run,
+  runList,
+  statsList,
+  topicList,
+} from './schemas/api.js';
+import { pipelinePath, runPath } from './schemas/paths.js';
 
 /**
  * A JSON object, taken as JSON.parse made it. Not z.record, which rebuilds the object and skips
@@ -23,7 +41,33 @@ const jsonObject = z.custom<Record<string, unknown>>(
 
 const putRunBody = z.object({
   status: z.enum(RUN_STATUSES),
-  meta: jsonObject.optional(),
+  meta: jsonObject.optional().meta({
+    type: 'object',
+    description: 'Replaces the stored meta when given; at most maxEventBytes of JSON.',
+  }),
+});
+
+const pipelinesQuery = pageQuery({ default: 100, max: 1000 });
+const statsQuery = pageQuery({ default: 1000, max: 1000 });
+const topicsQuery = pageQuery({ default: 100, max: 1000 });
+const runsQuery = z.object({
+  ...pageQuery({ default: 50, max: 1000 }).shape,
+  status: queryParam(
+    'status',
+    (query) => {
+      const statusParam = query['status'];
+      if (statusParam === undefined) return undefined;
+      const parsed = z.enum(RUN_STATUSES).safeParse(statusParam);
+      if (!parsed.success) {
+        throw new TailwaterError(
+          'TW_BAD_QUERY',
+          `status must be one of ${RUN_STATUSES.join(', ')} (was "${String(statusParam)}").`,
+        );
+      }
+      return parsed.data;
+    },
+    { type: 'string', enum: RUN_STATUSES, description: 'Only runs with this status.' },
+  ),
 });
 
 type RunParams = { fqn: string; runId: string };
@@ -37,18 +81,37 @@ export async function runRoutes(
   // A status, and a meta of at most maxEventBytes (ingest says so precisely).
   const putBodyLimit = settings.maxEventBytes + 4096;
 
-  app.put('/api/v1/pipelines/:fqn/runs/:runId', { bodyLimit: putBodyLimit }, async (request) => {
-    const params = request.params as RunParams;
-    const fqn = pipelineParam(params.fqn);
-    if (params.runId === 'latest') {
-      throw new TailwaterError('TW_BAD_NAME', '"latest" names the newest run; it cannot be set.');
-    }
-    const runId = await resolveRunId(store, fqn, params.runId);
-    const body = parseBody(putRunBody, request.body);
-    return (await ingest.putRun(fqn, runId, body)).run;
-  });
+  app.put(
+    '/api/v1/pipelines/:fqn/runs/:runId',
+    {
+      bodyLimit: putBodyLimit,
+      schema: {
+        summary: 'Create or update a run',
+        tags: ['runs'],
+        params: runPath,
+        body: putRunBody,
+        response: { 200: json('The run.', run), ...errors(400, 404, 409, 413, 415, 503) },
+      },
+    },
+    async (request) => {
+      const params = request.params as RunParams;
+      const fqn = pipelineParam(params.fqn);
+      if (params.runId === 'latest') {
+        throw new TailwaterError('TW_BAD_NAME', '"latest" names the newest run; it cannot be set.');
+      }
+      const runId = await resolveRunId(store, fqn, params.runId);
+      const body = parseBody(putRunBody, request.body);
+      return (await ingest.putRun(fqn, runId, body)).run;
+    },
+  );
 
-  app.get('/api/v1/pipelines/:fqn/runs/:runId', async (request) => {
+  const readRun = {
+    summary: 'A run',
+    tags: ['runs'],
+    params: runPath,
+    response: { 200: json('The run.', run), ...errors(400, 404) },
+  };
+  app.get('/api/v1/pipelines/:fqn/runs/:runId', { schema: readRun }, async (request) => {
     const params = request.params as RunParams;
     const fqn = pipelineParam(params.fqn);
     const runId = await resolveRunId(store, fqn, params.runId);
@@ -60,7 +123,19 @@ export async function runRoutes(
   // Takes no body: what one holds is not used, and an empty one, of any type, is no body.
   app.post(
     '/api/v1/pipelines/:fqn/runs/:runId/cancel',
-    { bodyLimit: 1024, config: { emptyBody: true } satisfies BodyConfig },
+    {
+      bodyLimit: 1024,
+      config: { emptyBody: true } satisfies BodyConfig,
+      schema: {
+        summary: 'Request the cancel of a run',
+        tags: ['runs'],
+        params: runPath,
+        response: {
+          202: json('The run, with `cancelRequested: true`.', run),
+          ...errors(400, 404, 409, 413),
+        },
+      },
+    },
     async (request, reply) => {
       const params = request.params as RunParams;
       const fqn = pipelineParam(params.fqn);
@@ -71,15 +146,31 @@ export async function runRoutes(
   );
 
   // Deleting needs admin (auth.ts: DELETE). Its viewers get `gap` then `end runDeleted`.
-  app.delete('/api/v1/pipelines/:fqn/runs/:runId', async (request, reply) => {
-    const params = request.params as RunParams;
-    // Named, never `latest`: a delete must not depend on which run happens to be newest.
-    await ingest.deleteRun(pipelineParam(params.fqn), validateRunId(params.runId));
-    return reply.code(204).send();
-  });
+  const deleteRun = {
+    summary: 'Delete a run (admin)',
+    tags: ['runs'],
+    params: runPath,
+    response: { 204: noContent('Deleted.'), ...errors(400, 404) },
+  };
+  app.delete(
+    '/api/v1/pipelines/:fqn/runs/:runId',
+    { schema: deleteRun },
+    async (request, reply) => {
+      const params = request.params as RunParams;
+      // Named, never `latest`: a delete must not depend on which run happens to be newest.
+      await ingest.deleteRun(pipelineParam(params.fqn), validateRunId(params.runId));
+      return reply.code(204).send();
+    },
+  );
 
-  app.get('/api/v1/pipelines', async (request) => {
-    const page = pageParams(request.query as Query, { default: 100, max: 1000 });
+  const listPipelines = {
+    summary: 'The pipelines',
+    tags: ['runs'],
+    querystring: pipelinesQuery,
+    response: { 200: json('A page of pipelines, by FQN.', pipelineList), ...errors(400) },
+  };
+  app.get('/api/v1/pipelines', { schema: listPipelines }, async (request) => {
+    const page = pageParams(pipelinesQuery, request.query as Query);
     const { items, next } = await store.listPipelines(page);
     // A token sees only what it may read; it must not learn the rest exists.
     const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.fqn)));
@@ -87,15 +178,27 @@ export async function runRoutes(
   });
 
   // What each pipeline's history holds; a token sees only the pipelines it may read.
-  app.get('/api/v1/stats', { config: { listing: true } }, async (request) => {
-    const page = pageParams(request.query as Query, { default: 1000, max: 1000 });
+  const stats = {
+    summary: "What each pipeline's history holds",
+    tags: ['runs'],
+    querystring: statsQuery,
+    response: { 200: json('A page of pipeline statistics.', statsList), ...errors(400) },
+  };
+  app.get('/api/v1/stats', { config: { listing: true }, schema: stats }, async (request) => {
+    const page = pageParams(statsQuery, request.query as Query);
     const { items, next } = await store.pipelineStats(page);
     const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.pipeline)));
     return { pipelines, ...(next === undefined ? {} : { next }) };
   });
 
-  app.get('/api/v1/topics', async (request) => {
-    const page = pageParams(request.query as Query, { default: 100, max: 1000 });
+  const listTopics = {
+    summary: 'The topics',
+    tags: ['topics'],
+    querystring: topicsQuery,
+    response: { 200: json('A page of topic names.', topicList), ...errors(400) },
+  };
+  app.get('/api/v1/topics', { schema: listTopics }, async (request) => {
+    const page = pageParams(topicsQuery, request.query as Query);
     const { items, next } = await store.listTopics(page);
     const topics = items.filter((topic) =>
       topic === RUNS_FEED_TOPIC ? isAdmin(request) : mayRead(request, topicResource(topic)),
@@ -103,22 +206,21 @@ export async function runRoutes(
     return { topics, ...(next === undefined ? {} : { next }) };
   });
 
-  app.get('/api/v1/pipelines/:fqn/runs', async (request) => {
+  const listRuns = {
+    summary: "A pipeline's runs, newest first",
+    tags: ['runs'],
+    params: pipelinePath,
+    querystring: runsQuery,
+    response: { 200: json('A page of runs.', runList), ...errors(400) },
+  };
+  app.get('/api/v1/pipelines/:fqn/runs', { schema: listRuns }, async (request) => {
     const fqn = pipelineParam((request.params as { fqn: string }).fqn);
     const query = request.query as Query;
-    const page = pageParams(query, { default: 50, max: 1000 });
-    const statusParam = query['status'];
-    let status: (typeof RUN_STATUSES)[number] | undefined;
-    if (statusParam !== undefined) {
-      const parsed = z.enum(RUN_STATUSES).safeParse(statusParam);
-      if (!parsed.success) {
-        throw new TailwaterError(
-          'TW_BAD_QUERY',
-          `status must be one of ${RUN_STATUSES.join(', ')} (was "${String(statusParam)}").`,
-        );
-      }
-      status = parsed.data;
-    }
+    const page = {
+      after: queryValue(runsQuery, query, 'after'),
+      limit: queryValue(runsQuery, query, 'limit'),
+    };
+    const status = queryValue(runsQuery, query, 'status');
     const { items, next } = await store.listRuns(fqn, { ...page, status });
     return { runs: items, ...(next === undefined ? {} : { next }) };
   });

@@ -7,11 +7,64 @@ import { pipelineResource } from '../model/scopes.js';
 import { planSearch } from '../model/search-query.js';
 import { parseTimeSpec } from '../model/time-spec.js';
 import type { SearchKind } from '../store/store.js';
+import { z } from 'zod';
 import { mayRead } from './auth.js';
 import type { AppDeps } from './deps.js';
-import { intParam, parseList, single } from './params.js';
+import { intQuery, parseList, queryParam, queryValue, single } from './params.js';
+import { errors, json, searchPage } from './schemas/api.js';
 
 type Query = Record<string, string | string[] | undefined>;
+
+const TIME_SPEC =
+  'An ISO-8601 time (`2026-11-30T08:00:00Z`) or a span back from now (`90s`, `30m`, `24h`, `7d`, `2w`).';
+
+/** The parameters of a search (docs/SEARCH.md), each checked as its turn comes. */
+const searchQuery = z.object({
+  q: queryParam(
+    'q',
+    (query) => {
+      const q = single(query, 'q');
+      if (q === undefined || q === '') {
+        throw new TailwaterError('TW_BAD_QUERY', 'q: give the text to search for (?q=…).');
+      }
+      return q;
+    },
+    { type: 'string', description: 'The text (3 to 1,024 characters), or an RE2 expression.' },
+    { required: true },
+  ),
+  regex: queryParam('regex', (query) => booleanParam(query, 'regex'), {
+    type: 'boolean',
+    description: '`true`: `q` is a regular expression (RE2, case-insensitive).',
+  }),
+  kind: queryParam('kind', kindParam, {
+    type: 'string',
+    enum: ['log', 'event', 'all'],
+    description: 'Log lines, events, or both (default).',
+  }),
+  pipeline: queryParam('pipeline', globParam, {
+    type: 'string',
+    description: 'Only pipelines this glob matches (`*` is any run of characters).',
+  }),
+  status: queryParam('status', statusesParam, {
+    type: 'array',
+    items: { type: 'string', enum: RUN_STATUSES },
+    description: 'Only runs with these statuses (comma-separated).',
+  }),
+  since: timeQuery('since', `Only runs created at or after this. ${TIME_SPEC}`),
+  until: timeQuery('until', `Only runs created before this. ${TIME_SPEC}`),
+  limit: intQuery('limit', { min: 1, max: 500, default: 50 }, 'Hits per page.'),
+  cursor: queryParam('cursor', (query) => single(query, 'cursor') || undefined, {
+    type: 'string',
+    description: 'The `next` of the page before.',
+  }),
+});
+
+const searchSchema = {
+  summary: "Search every run's log lines and events",
+  tags: ['search'],
+  querystring: searchQuery,
+  response: { 200: json('A page of hits, newest runs first.', searchPage), ...errors(400) },
+};
 
 /**
  * `GET /api/v1/search` (docs/SEARCH.md): every run's log lines and events that hold the text,
@@ -19,30 +72,35 @@ type Query = Record<string, string | string[] | undefined>;
  * read, so a hit never tells it of a pipeline it cannot see.
  */
 export async function searchRoutes(app: FastifyInstance, { store }: AppDeps): Promise<void> {
-  app.get('/api/v1/search', { config: { listing: true } }, async (request) => {
-    const query = request.query as Query;
-    const q = single(query, 'q');
-    if (q === undefined || q === '') {
-      throw new TailwaterError('TW_BAD_QUERY', 'q: give the text to search for (?q=…).');
-    }
-    const now = Date.now();
-    const page = await search(store, {
-      plan: planSearch(q, booleanParam(query, 'regex')),
-      kind: kindParam(query),
-      pipeline: globParam(query),
-      statuses: statusesParam(query),
-      since: timeParam(query, 'since', now),
-      until: timeParam(query, 'until', now),
-      limit: intParam(query, 'limit', { min: 1, max: 500, default: 50 }),
-      cursor: single(query, 'cursor') || undefined,
-      mayRead: (pipeline) => mayRead(request, pipelineResource(pipeline)),
-    });
-    return {
-      hits: page.hits,
-      ...(page.next === undefined ? {} : { next: page.next }),
-      index: page.index,
-    };
-  });
+  app.get(
+    '/api/v1/search',
+    { config: { listing: true }, schema: searchSchema },
+    async (request) => {
+      const query = request.query as Query;
+      const param = <K extends keyof typeof searchQuery.shape & string>(name: K) =>
+        queryValue(searchQuery, query, name);
+      const q = param('q');
+      const now = Date.now();
+      const at = (spec: string | undefined) =>
+        spec === undefined ? undefined : timeParam({ spec }, 'spec', now);
+      const page = await search(store, {
+        plan: planSearch(q, param('regex')),
+        kind: param('kind'),
+        pipeline: param('pipeline'),
+        statuses: param('status'),
+        since: at(param('since')),
+        until: at(param('until')),
+        limit: param('limit'),
+        cursor: param('cursor'),
+        mayRead: (pipeline) => mayRead(request, pipelineResource(pipeline)),
+      });
+      return {
+        hits: page.hits,
+        ...(page.next === undefined ? {} : { next: page.next }),
+        index: page.index,
+      };
+    },
+  );
 }
 
 /** A pipeline glob: `*` any run of characters; as long as a name may be. */
@@ -79,6 +137,19 @@ function statusesParam(query: Query): RunStatus[] | undefined {
     );
   }
   return values as RunStatus[] | undefined;
+}
+
+/** A time bound, checked as `timeParam` checks it; its value is taken against the search's `now`. */
+function timeQuery(name: string, description: string) {
+  return queryParam(
+    name,
+    (query) => {
+      timeParam(query, name, Date.now());
+      const raw = single(query, name);
+      return raw === '' ? undefined : raw;
+    },
+    { type: 'string', description },
+  );
 }
 
 function timeParam(query: Query, name: string, now: number): number | undefined {
