@@ -107,7 +107,7 @@ export function toTailwaterError(error: unknown): TailwaterError {
 
 /** How long, and how much, what is left of a refused body is still read, and thrown away. */
 const LINGER_MS = 2000;
-const LINGER_BYTES = 8 * 1024 * 1024;
+const LINGER_BYTES = 64 * 1024 * 1024;
 
 /**
  * A request refused before its body was all read (too large, over its budget): the connection
@@ -115,22 +115,28 @@ const LINGER_BYTES = 8 * 1024 * 1024;
  * client is still sending would make the kernel answer with a reset, which can wipe out the
  * answer before the client reads it (a client would see "connection reset", not its 413). So
  * the connection lingers, as nginx's does: the answer and a FIN go out, and what still comes in
- * is read and dropped, for at most LINGER_MS or LINGER_BYTES, before the socket is destroyed.
+ * is read and dropped for at most LINGER_MS before the socket is destroyed. Past LINGER_BYTES
+ * read after the answer, reading stops instead (a full window holds the client back until the
+ * deadline): the socket is never destroyed early, and never before its answer is written, which
+ * a kernel buffer already holding megabytes of the body once made happen.
  */
 export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
   if (request.raw.complete) return;
   void reply.header('connection', 'close');
   const socket = request.raw.socket;
-  let drained = 0;
+  let answered = false;
+  let drainedAfterAnswer = 0;
   request.raw.on('data', (chunk: Buffer) => {
-    drained += chunk.length;
-    if (drained > LINGER_BYTES) socket.destroy();
+    if (!answered) return;
+    drainedAfterAnswer += chunk.length;
+    if (drainedAfterAnswer > LINGER_BYTES) request.raw.pause();
   });
   request.raw.resume();
   // Node ends a `Connection: close` response's socket with destroySoon(), which destroys it
   // as soon as the answer is written; here it only half-closes, and the client's FIN, or the
   // deadline, ends it.
   socket.destroySoon = () => {
+    answered = true;
     socket.end();
     socket.once('end', () => socket.destroy());
     setTimeout(() => socket.destroy(), LINGER_MS).unref();

@@ -559,28 +559,65 @@ describe('a batch of millions of tiny events', () => {
     },
   );
 
-  it('reaches every client that is refused mid-body with its answer, never with a reset that loses it', async () => {
-    // Closed at once, a socket with unread bytes is reset by the kernel, and the client may lose
-    // the 413 it was sent; the server lingers instead, reading what still comes for a moment.
+  // 6 MB fits in the kernel's socket buffers; 40 MB is more than they hold, and more than the
+  // server reads and drops after its answer: it must stop reading then, not reset the connection.
+  it.each([
+    { size: '6 MB', items: 2_000_000, times: 20 },
+    { size: '40 MB', items: 13_000_000, times: 8 },
+  ])(
+    'reaches every client that is refused mid-body with its answer, never with a reset that loses it ($size sent at once)',
+    async ({ items, times }) => {
+      // Closed at once, a socket with unread bytes is reset by the kernel, and the client may lose
+      // the 413 it was sent; the server lingers instead, reading what still comes for a moment.
+      const server = await serve();
+      const body = Buffer.from(`{"events":[${'{},'.repeat(items - 1)}{}]}`, 'latin1');
+      const statuses: number[] = [];
+      for (let i = 0; i < times; i += 1) {
+        const connection = await RawConnection.open(server.port);
+        try {
+          connection.write(
+            `POST /api/v1/topics/linger/events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
+              `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+          );
+          // The whole body, at once, as a careless client sends it.
+          connection.write(body);
+          statuses.push((await connection.waitForResponse(10_000)).status);
+          await connection.waitForClose(5000);
+        } finally {
+          connection.destroy();
+        }
+      }
+      expect(statuses).toEqual(Array(times).fill(413));
+    },
+  );
+
+  it('answers a client that writes its whole 40 MB body before it reads a byte, as a blocking client does', async () => {
+    // http.client, requests or curl without Expect send everything, then read: the server must
+    // keep reading and dropping long enough for the write to finish, or the client only sees a
+    // broken pipe.
     const server = await serve();
-    const body = Buffer.from(`{"events":[${Array(2_000_000).fill('{}').join(',')}]}`);
-    const statuses: number[] = [];
-    for (let i = 0; i < 20; i += 1) {
-      const connection = await RawConnection.open(server.port);
-      try {
-        connection.write(
-          `POST /api/v1/topics/linger/events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
+    const body = Buffer.from(`{"events":[${'{},'.repeat(13_000_000 - 1)}{}]}`, 'latin1');
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.pause();
+    try {
+      const written = await new Promise<Error | undefined>((resolve) => {
+        socket.once('error', resolve);
+        socket.write(
+          `POST /api/v1/topics/blocking/events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n` +
             `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
         );
-        // The whole body, at once, as a careless client sends it.
-        connection.write(body);
-        statuses.push((await connection.waitForResponse(10_000)).status);
-        await connection.waitForClose(5000);
-      } finally {
-        connection.destroy();
-      }
+        socket.write(body, (error) => resolve(error ?? undefined));
+      });
+      expect(written).toBeUndefined();
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      await new Promise((resolve) => socket.once('close', resolve).resume());
+      const answer = Buffer.concat(chunks).toString('utf8');
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+      expect(answer).toContain('TW_BATCH_TOO_LARGE');
+    } finally {
+      socket.destroy();
     }
-    expect(statuses).toEqual(Array(20).fill(413));
   });
 
   const DECLARED = [
