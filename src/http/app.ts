@@ -21,6 +21,7 @@ import { nativeStreamRoutes } from './native.js';
 import { openMetadataRoutes } from './openmetadata.js';
 import { registerOpenApi } from './openapi.js';
 import { otlpRoutes } from './otlp.js';
+import { OtlpStats } from './otlp-stats.js';
 import { registerOriginPolicy } from './origin.js';
 import { searchRoutes } from './search.js';
 import { readRoutes } from './read.js';
@@ -85,14 +86,15 @@ export async function buildApp(
   // Before the routes, so that it sees them all (docs/API.md, "OpenAPI").
   await registerOpenApi(app, { authentication: verify !== undefined });
   await app.register(healthRoutes, deps);
-  await app.register(metricsRoutes, deps);
+  const otlpStats = new OtlpStats();
+  await app.register(metricsRoutes, { ...deps, otlpStats });
   await app.register(runRoutes, deps);
   await app.register(appendRoutes, deps);
   await app.register(readRoutes, deps);
   await app.register(nativeStreamRoutes, deps);
   await app.register(searchRoutes, deps);
   // OpenTelemetry's OTLP/HTTP logs ingest, on the same port.
-  await app.register(otlpRoutes, deps);
+  await app.register(otlpRoutes, { ...deps, otlpStats });
   // One plugin per seed system's dialect, each only an encoder over the same engine.
   await app.register(openMetadataRoutes, deps);
   await app.register(zenmlRoutes, deps);

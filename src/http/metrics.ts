@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PipelineStats, SearchIndexStatus } from '../store/store.js';
 import { z } from 'zod';
 import type { AppDeps } from './deps.js';
+import type { OtlpStats } from './otlp-stats.js';
 import { errors, media } from './schemas/api.js';
 
 /**
@@ -12,7 +13,10 @@ import { errors, media } from './schemas/api.js';
  * at scrape time, plus the process's own (RSS, heap, event-loop lag). One registry per app, so
  * several apps in one process (the tests) do not collide.
  */
-export async function metricsRoutes(app: FastifyInstance, { hub, store }: AppDeps): Promise<void> {
+export async function metricsRoutes(
+  app: FastifyInstance,
+  { hub, store, otlpStats }: AppDeps & { otlpStats: OtlpStats },
+): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'tailwater_' });
 
@@ -59,6 +63,18 @@ export async function metricsRoutes(app: FastifyInstance, { hub, store }: AppDep
     collect() {
       this.reset();
       for (const [reason, count] of hub.stats.ends) this.inc({ reason }, count);
+    },
+  });
+  new Counter({
+    name: 'tailwater_otlp_log_records_total',
+    help: 'OpenTelemetry log records received at /v1/logs: stored, already stored (an exporter retry), or rejected.',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ outcome: 'stored' }, otlpStats.stored);
+      this.inc({ outcome: 'duplicate' }, otlpStats.duplicates);
+      this.inc({ outcome: 'rejected' }, otlpStats.rejected);
     },
   });
   gauge('tailwater_stream_connections', 'Open stream connections.', () => hub.activeConnections);

@@ -11,6 +11,7 @@ import { encodeProtobufResponse, encodeProtobufStatus } from './otlp-proto.js';
 import type { PlannedWrite } from './otlp-records.js';
 import { planWrites } from './otlp-records.js';
 import { OTLP_MEDIA_TYPES, readExportRequest } from './otlp-request.js';
+import type { OtlpStats } from './otlp-stats.js';
 
 /** OpenTelemetry's standard path for OTLP/HTTP logs, on Tailwater's own port. */
 export const OTLP_LOGS_ROUTE = '/v1/logs';
@@ -41,8 +42,11 @@ const MAX_REASONS = 3;
  * google.rpc.Status) in the request's encoding, partial success for records that could not be
  * stored, and 429/503 with Retry-After, which exporters retry. Retries are stored once.
  */
-export async function otlpRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const { settings, ingest } = deps;
+export async function otlpRoutes(
+  app: FastifyInstance,
+  deps: AppDeps & { otlpStats: OtlpStats },
+): Promise<void> {
+  const { settings, ingest, otlpStats } = deps;
   app.setErrorHandler((error, request, reply) => {
     const refused = toTailwaterError(error);
     if (refused.code === 'TW_INTERNAL') request.log.error({ err: error }, 'OTLP export failed');
@@ -88,15 +92,19 @@ export async function otlpRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
       const reasons = [...plan.reasons];
       for (const write of plan.writes) {
         try {
-          await store(write);
+          const duplicates = await store(write);
+          otlpStats.duplicates += duplicates;
+          otlpStats.stored += write.records - duplicates;
         } catch (error) {
-          // A run that cannot take it (finished, say) refuses these records, not the request;
-          // the store being away is the request's failure, which the exporter retries.
+          // A write the store refuses (an id taken by other content) refuses these records, not
+          // the request; the store being away is the request's failure, which the exporter
+          // retries.
           if (!(error instanceof TailwaterError) || error.status >= 500) throw error;
           rejected += write.records;
           if (!reasons.includes(error.message)) reasons.push(error.message);
         }
       }
+      otlpStats.rejected += rejected;
       const response =
         rejected === 0
           ? {}
@@ -110,9 +118,17 @@ export async function otlpRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     },
   );
 
-  async function store(write: PlannedWrite): Promise<void> {
-    if ('log' in write) await ingest.appendLog(write.pipeline, write.runId, write.log);
-    else await ingest.appendEvents(runKey(write.pipeline, write.runId), write.events);
+  /** Stores a write; says how many of its records were already stored (a retry's). */
+  async function store(write: PlannedWrite): Promise<number> {
+    if ('log' in write) {
+      const { duplicate } = await ingest.appendLog(write.pipeline, write.runId, write.log);
+      return duplicate ? write.records : 0;
+    }
+    const { duplicates } = await ingest.appendEvents(
+      runKey(write.pipeline, write.runId),
+      write.events,
+    );
+    return duplicates;
   }
 }
 

@@ -222,6 +222,28 @@ describe('retries', () => {
   });
 });
 
+describe('/metrics', () => {
+  it('counts records stored, sent again (retries) and rejected', async () => {
+    const t = await start();
+    const body = encodeProtobufRequest(
+      exportRequest(
+        { attrs: RUN, records: [...lines('a', 'b'), { body: { kvlistValue: {} } }] },
+        { attrs: { 'tailwater.run_id': 'r1' }, records: lines('no pipeline') },
+      ),
+    );
+    await post(t, body, PROTOBUF);
+    await post(t, body, PROTOBUF);
+    const metrics = (await t.app.inject('/metrics')).body;
+    const count = (outcome: string) =>
+      Number(
+        new RegExp(`^tailwater_otlp_log_records_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(
+          metrics,
+        )?.[1],
+      );
+    expect([count('stored'), count('duplicate'), count('rejected')]).toEqual([3, 3, 2]);
+  });
+});
+
 describe('partial success', () => {
   it('stores the records it can and counts and explains the others (protobuf, read by OpenTelemetry’s own deserializer)', async () => {
     const t = await start();
