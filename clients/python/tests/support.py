@@ -8,6 +8,7 @@ Imported first by every test module: it puts the package's source (clients/pytho
 from __future__ import annotations
 
 import http.client
+import http.server
 import os
 import shutil
 import signal
@@ -17,8 +18,10 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
+import uuid
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
@@ -132,6 +135,74 @@ class ServerProcess:
         if not self._log.closed:
             self._log.close()
         shutil.rmtree(self.data, ignore_errors=True)
+
+
+class ModuleServer:
+    """The one real server a test module shares. ``setUpModule = server.start`` starts it before
+    the module's first test and ``tearDownModule = server.cleanup`` removes it and its data after
+    the last; ``names()`` gives each test a pipeline of its own, so tests never see one another's
+    runs."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._server: Optional[ServerProcess] = None
+
+    def start(self) -> None:
+        self._server = ServerProcess().start()
+
+    def cleanup(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+
+    def _running(self) -> ServerProcess:
+        if self._server is None:
+            raise RuntimeError("the module's server is not started (setUpModule = server.start)")
+        return self._server
+
+    @property
+    def url(self) -> str:
+        return self._running().url
+
+    @property
+    def port(self) -> int:
+        return self._running().port
+
+    def names(self) -> Tuple[str, str]:
+        return f"{self.prefix}.{uuid.uuid4().hex[:8]}", "r1"
+
+
+def canned_server(test: unittest.TestCase, status: int, body: bytes) -> Tuple[str, List[Dict[str, str]]]:
+    """A loopback HTTP server that answers every request with ``status`` and the JSON ``body``,
+    and records each request's method, path and Authorization header; it stops when ``test``
+    ends. Returns its URL and the records."""
+    seen: List[Dict[str, str]] = []
+
+    class Canned(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            seen.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "authorization": self.headers.get("Authorization", ""),
+                }
+            )
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = _answer  # noqa: N815 - the stdlib's names
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Canned)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    test.addCleanup(server.server_close)
+    test.addCleanup(server.shutdown)
+    return f"http://127.0.0.1:{server.server_address[1]}", seen
 
 
 class _Proxy:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import http.server
 import os
-import threading
 import unittest
 import uuid
-from typing import Dict, List
 from unittest import mock
 
 import support
@@ -20,20 +17,10 @@ from tailwater import (
     TailwaterError,
 )
 
-server: support.ServerProcess
-
-
-def setUpModule() -> None:
-    global server
-    server = support.ServerProcess().start()
-
-
-def tearDownModule() -> None:
-    server.cleanup()
-
-
-def names() -> tuple:
-    return f"py.client.{uuid.uuid4().hex[:8]}", "r1"
+server = support.ModuleServer("py.client")
+setUpModule = server.start
+tearDownModule = server.cleanup
+names = server.names
 
 
 class ClientTest(unittest.TestCase):
@@ -137,26 +124,9 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.get_run(pipeline, run)["pipeline"], pipeline)
 
     def test_server_and_token_come_from_arguments_or_the_environment(self) -> None:
-        seen: List[Dict[str, str]] = []
-
-        class Recorder(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                seen.append({"path": self.path, "authorization": self.headers.get("Authorization", "")})
-                body = b'{"error":{"code":"TW_RUN_NOT_FOUND","message":"No run."}}'
-                self.send_response(404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        recorder = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=recorder.serve_forever, daemon=True).start()
-        self.addCleanup(recorder.server_close)
-        self.addCleanup(recorder.shutdown)
-        url = f"http://127.0.0.1:{recorder.server_address[1]}"
+        url, seen = support.canned_server(
+            self, 404, b'{"error":{"code":"TW_RUN_NOT_FOUND","message":"No run."}}'
+        )
 
         with mock.patch.dict(os.environ, {"TAILWATER_SERVER": url + "/", "TAILWATER_TOKEN": "env-token"}):
             from_env = Client()
@@ -169,12 +139,13 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(Client().server, "http://127.0.0.1:8585")
             with self.assertRaises(NotFound):
                 Client(url).get_run("etl.daily", "r1")
+        run_path = "/api/v1/pipelines/etl.daily/runs/r1"
         self.assertEqual(
             seen,
             [
-                {"path": "/api/v1/pipelines/etl.daily/runs/r1", "authorization": "Bearer env-token"},
-                {"path": "/api/v1/pipelines/etl.daily/runs/r1", "authorization": "Bearer arg-token"},
-                {"path": "/api/v1/pipelines/etl.daily/runs/r1", "authorization": ""},
+                {"method": "GET", "path": run_path, "authorization": "Bearer env-token"},
+                {"method": "GET", "path": run_path, "authorization": "Bearer arg-token"},
+                {"method": "GET", "path": run_path, "authorization": ""},
             ],
         )
         with self.assertRaises(ValueError):

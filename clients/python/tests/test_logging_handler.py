@@ -18,20 +18,10 @@ from contextlib import redirect_stderr
 import support
 from tailwater import Backoff, Client, TailwaterHandler
 
-server: support.ServerProcess
-
-
-def setUpModule() -> None:
-    global server
-    server = support.ServerProcess().start()
-
-
-def tearDownModule() -> None:
-    server.cleanup()
-
-
-def names() -> tuple:
-    return f"py.logging.{uuid.uuid4().hex[:8]}", "r1"
+server = support.ModuleServer("py.logging")
+setUpModule = server.start
+tearDownModule = server.cleanup
+names = server.names
 
 
 class LoggingHandlerTest(unittest.TestCase):

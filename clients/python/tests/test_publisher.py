@@ -3,7 +3,6 @@ a server that goes away and comes back, flush and close."""
 
 from __future__ import annotations
 
-import http.server
 import threading
 import time
 import unittest
@@ -16,20 +15,10 @@ from tailwater import Backoff, Client, Publisher, TailwaterError
 #: Retries come quickly in tests (the default starts at 250 ms).
 FAST = Backoff(initial=0.02, maximum=0.2)
 
-server: support.ServerProcess
-
-
-def setUpModule() -> None:
-    global server
-    server = support.ServerProcess().start()
-
-
-def tearDownModule() -> None:
-    server.cleanup()
-
-
-def names() -> tuple:
-    return f"py.publisher.{uuid.uuid4().hex[:8]}", "r1"
+server = support.ModuleServer("py.publisher")
+setUpModule = server.start
+tearDownModule = server.cleanup
+names = server.names
 
 
 class PublisherTest(unittest.TestCase):
@@ -166,36 +155,19 @@ class PublisherTest(unittest.TestCase):
         self.assertEqual([(e.status, e.code) for e in errors], [(400, "TW_BAD_NAME")])
 
     def test_a_501_disables_the_publisher_and_drops_what_it_held(self) -> None:
-        posts: List[str] = []
-
-        class NotImplementedHere(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                posts.append(self.path)
-                body = b'{"error":{"code":"TW_NOT_IMPLEMENTED","message":"no events here"}}'
-                self.send_response(501)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotImplementedHere)
-        threading.Thread(target=fake.serve_forever, daemon=True).start()
-        self.addCleanup(fake.server_close)
-        self.addCleanup(fake.shutdown)
-        errors: List[TailwaterError] = []
-        publisher = self.publisher(
-            "p", "r", f"http://127.0.0.1:{fake.server_address[1]}", on_error=errors.append
+        url, seen = support.canned_server(
+            self, 501, b'{"error":{"code":"TW_NOT_IMPLEMENTED","message":"no events here"}}'
         )
+        errors: List[TailwaterError] = []
+        publisher = self.publisher("p", "r", url, on_error=errors.append)
         publisher.event("a", 1)
         self.assertTrue(publisher.flush(10))
         publisher.event("b", 2)  # ignored now
         self.assertTrue(publisher.disabled)
         self.assertEqual((publisher.sent, publisher.dropped, publisher.pending), (0, 1, 0))
-        self.assertEqual(posts, ["/api/v1/pipelines/p/runs/r/events"])
+        self.assertEqual(
+            [(r["method"], r["path"]) for r in seen], [("POST", "/api/v1/pipelines/p/runs/r/events")]
+        )
         self.assertEqual([(e.status, e.code) for e in errors], [(501, "TW_NOT_IMPLEMENTED")])
 
     def test_local_refusals_raise_at_the_call(self) -> None:

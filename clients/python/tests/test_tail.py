@@ -11,20 +11,10 @@ from tailwater import BadRequest, Backoff, Client, ConnectionFailed, TailEvent, 
 
 FAST = Backoff(initial=0.02, maximum=0.2)
 
-server: support.ServerProcess
-
-
-def setUpModule() -> None:
-    global server
-    server = support.ServerProcess().start()
-
-
-def tearDownModule() -> None:
-    server.cleanup()
-
-
-def names() -> tuple:
-    return f"py.tail.{uuid.uuid4().hex[:8]}", "r1"
+server = support.ModuleServer("py.tail")
+setUpModule = server.start
+tearDownModule = server.cleanup
+names = server.names
 
 
 class TailTest(unittest.TestCase):
