@@ -13,6 +13,7 @@ import { Leadership } from '../engine/leader.js';
 import type { LedTask } from '../engine/leader.js';
 import { canLease } from '../store/lease.js';
 import { authEnabled } from '../http/token-verifier.js';
+import { cutConnections } from '../http/socket-takeover.js';
 import { openBus, openStore, schemeOf, storeSpec } from './backends.js';
 import type { Store } from '../store/store.js';
 
@@ -138,7 +139,7 @@ export async function startServer(
         // Streams were just ended; a client may still hold a connection it never used, which
         // 'idle' closing does not count as idle. Give the end frames a moment, then cut the rest.
         const closed = app.close();
-        setTimeout(() => app.server.closeAllConnections(), 1000).unref();
+        setTimeout(() => cutConnections(app.server), 1000).unref();
         await closed;
         await bus.close();
         await store.close();

@@ -7,4 +7,4 @@ export { Ingest } from './ingest.js';
 export type { LogAppend } from './ingest.js';
 export { Subscription } from './subscription.js';
 export { Tailer } from './tailer.js';
-export type { ViewerTransport } from './viewer-transport.js';
+export type { TransportListener, ViewerTransport } from './viewer-transport.js';

@@ -2,7 +2,7 @@ import type { Entry } from '../model/entry.js';
 import type { RunStatus } from '../model/run.js';
 import type { EntryPredicate } from './filter.js';
 import type { EndInfo, FrameEncoder, GapInfo } from './frames.js';
-import type { ViewerTransport } from './viewer-transport.js';
+import type { TransportListener, ViewerTransport } from './viewer-transport.js';
 
 const DRAIN_RECHECK_MS = 100;
 
@@ -20,11 +20,18 @@ export interface SubscriptionLimits {
   expiresAt?: number | undefined;
 }
 
+/** Who is told when a subscription closes (its Tailer). */
+export interface SubscriptionWatcher {
+  subscriptionClosed(subscription: Subscription): void;
+}
+
 /**
  * One viewer of one stream: its cursor, filter, encoder and socket. It writes frames and keeps
- * the counts the limits need; the Tailer decides what it is sent and when.
+ * the counts the limits need; the Tailer decides what it is sent and when. It holds no closure
+ * of its own while idle: ten thousand of them are ten thousand of these objects and their
+ * sockets (docs/BENCHMARKS.md, "Idle memory").
  */
-export class Subscription {
+export class Subscription implements TransportListener {
   mode: SubscriptionMode = 'paging';
   /** The seq of the last entry handed to the socket (as a frame or a cursor frame). */
   cursor: number;
@@ -34,8 +41,9 @@ export class Subscription {
   endReason: EndInfo['reason'] | 'error' | undefined;
   readonly openedAt: number;
   lastWriteAt: number;
-  private readonly closeListeners: Array<() => void> = [];
-  private drainWaiters: Array<() => void> = [];
+  private watcher: SubscriptionWatcher | undefined;
+  /** Made when someone first waits for a drain. */
+  private drainWaiters: Array<() => void> | undefined;
 
   constructor(
     readonly encoder: FrameEncoder,
@@ -52,8 +60,15 @@ export class Subscription {
     this.cursor = cursor;
     this.openedAt = now;
     this.lastWriteAt = now;
-    transport.onClose(() => this.markClosed());
-    transport.onDrain(() => this.wakeDrainWaiters());
+    transport.attach(this);
+  }
+
+  transportDrained(): void {
+    this.wakeDrainWaiters();
+  }
+
+  transportClosed(): void {
+    this.markClosed();
   }
 
   get closed(): boolean {
@@ -201,8 +216,9 @@ export class Subscription {
     this.markClosed();
   }
 
-  onClose(listener: () => void): void {
-    this.closeListeners.push(listener);
+  /** `watcher` is told once, when this subscription closes (one watcher: its Tailer). */
+  watch(watcher: SubscriptionWatcher): void {
+    this.watcher = watcher;
   }
 
   /**
@@ -213,7 +229,7 @@ export class Subscription {
     if (this.closed || this.transport.pendingBytes === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, DRAIN_RECHECK_MS);
-      this.drainWaiters.push(() => {
+      (this.drainWaiters ??= []).push(() => {
         clearTimeout(timer);
         resolve();
       });
@@ -222,7 +238,8 @@ export class Subscription {
 
   private wakeDrainWaiters(): void {
     const waiters = this.drainWaiters;
-    this.drainWaiters = [];
+    if (!waiters) return;
+    this.drainWaiters = undefined;
     for (const wake of waiters) wake();
   }
 
@@ -237,7 +254,9 @@ export class Subscription {
     if (this.mode === 'closed') return;
     this.mode = 'closed';
     this.wakeDrainWaiters();
-    for (const listener of this.closeListeners.splice(0)) listener();
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    watcher?.subscriptionClosed(this);
   }
 }
 

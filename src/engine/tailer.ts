@@ -12,7 +12,7 @@ import { ReplayBuffer } from './replay-buffer.js';
 import { SLICE_MS, TimeSlice } from '../model/time-slice.js';
 import { RunStateProbe } from './run-state.js';
 import type { EngineStats } from './stats.js';
-import type { Subscription } from './subscription.js';
+import type { Subscription, SubscriptionWatcher } from './subscription.js';
 
 /** Consecutive failed reads after which the store is taken to be down for this stream. */
 const PERSISTENT_FAILURES = 3;
@@ -30,7 +30,7 @@ export interface TailerHooks {
  * out to every live viewer; viewers that are behind page from the store on their own until they
  * catch up, then join the live set. It reads nothing while nobody watches.
  */
-export class Tailer {
+export class Tailer implements SubscriptionWatcher {
   readonly name: string;
   /** The newest seq read from the store and fanned out. */
   top = 0;
@@ -152,7 +152,7 @@ export class Tailer {
       return;
     }
     this.subscriptions.add(subscription);
-    subscription.onClose(() => this.remove(subscription));
+    subscription.watch(this);
     if (this.stale) {
       this.stale = false;
       this.wake();
@@ -455,6 +455,10 @@ export class Tailer {
       subscription.fail('TW_STORE_UNAVAILABLE', describeFailure(error), now);
     }
     this.retire();
+  }
+
+  subscriptionClosed(subscription: Subscription): void {
+    this.remove(subscription);
   }
 
   private remove(subscription: Subscription): void {

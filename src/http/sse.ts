@@ -1,10 +1,12 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { TailwaterError } from '../model/errors.js';
 import type { FastifyReply } from 'fastify';
 import type { FrameEncoder } from '../engine/frames.js';
 import type { Hub, StartPosition, SubscribeRequest } from '../engine/hub.js';
-import type { ViewerTransport } from '../engine/viewer-transport.js';
+import type { TransportListener, ViewerTransport } from '../engine/viewer-transport.js';
 import type { StreamKey } from '../model/stream-key.js';
+import { takeSocket } from './socket-takeover.js';
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -64,9 +66,29 @@ export function commentBytes(text: string): Buffer {
   return Buffer.from(`: ${text}\n\n`, 'utf8');
 }
 
-/** A hijacked HTTP response as the engine's byte sink. */
+const LISTENER = Symbol('tailwater.viewer');
+
+/** A viewer's socket knows its listener, so one pair of functions serves every socket. */
+interface ViewerSocket extends Socket {
+  [LISTENER]?: TransportListener;
+}
+
+function onViewerDrain(this: ViewerSocket): void {
+  this[LISTENER]?.transportDrained();
+}
+
+function onViewerClose(this: ViewerSocket): void {
+  this[LISTENER]?.transportClosed();
+}
+
+/**
+ * A hijacked HTTP response as the engine's byte sink: node:http writes the head, then the
+ * socket is taken from it (socket-takeover.ts) and frames go straight to the socket.
+ */
 export class HttpViewerTransport implements ViewerTransport {
-  constructor(private readonly res: ServerResponse) {
+  private readonly socket: Socket;
+
+  constructor(res: ServerResponse) {
     // An SSE body ends only when the connection does, so it needs no chunked framing: without
     // it, each write is one piece for the socket instead of four (size, CRLF, data, CRLF), which
     // more than triples fan-out throughput (docs/BENCHMARKS.md). The connection closes at the end.
@@ -75,32 +97,33 @@ export class HttpViewerTransport implements ViewerTransport {
     res.writeHead(200, SSE_HEADERS);
     // The stream is committed at once, even if the first frame takes a while.
     res.flushHeaders();
+    this.socket = takeSocket(res);
     // Frames are small and latency matters more than packet count.
-    res.socket?.setNoDelay(true);
+    this.socket.setNoDelay(true);
   }
 
   write(chunk: Buffer): boolean {
-    return this.res.write(chunk);
+    return this.socket.write(chunk);
   }
 
   get pendingBytes(): number {
-    return this.res.writableLength;
+    return this.socket.writableLength;
   }
 
   get closed(): boolean {
-    return this.res.destroyed || this.res.writableEnded || this.res.socket?.destroyed === true;
+    return this.socket.destroyed || this.socket.writableEnded;
   }
 
-  onDrain(listener: () => void): void {
-    this.res.on('drain', listener);
-  }
-
-  onClose(listener: () => void): void {
-    this.res.on('close', listener);
+  attach(listener: TransportListener): void {
+    (this.socket as ViewerSocket)[LISTENER] = listener;
+    this.socket.on('drain', onViewerDrain);
+    this.socket.on('close', onViewerClose);
   }
 
   close(): void {
-    if (!this.res.writableEnded) this.res.end();
+    if (this.socket.writableEnded) return;
+    // What was written goes out, then the FIN; the socket is let go once it has.
+    this.socket.end(() => this.socket.destroy());
   }
 }
 

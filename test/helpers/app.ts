@@ -11,6 +11,7 @@ import { settingsSchema } from '../../src/model/settings.js';
 import type { Store } from '../../src/store/store.js';
 import type { BackendFactory } from './backends.js';
 import { backendFromEnv } from './backends.js';
+import { cutConnections } from '../../src/http/socket-takeover.js';
 import { openSse } from './sse.js';
 import type { SseReader } from './sse.js';
 
@@ -64,7 +65,7 @@ export async function createTestApp(
       // which it never sent a request (undici opens one as a stream it aborts goes), which
       // 'idle' closing does not count as idle; it is cut after a moment.
       const closed = app.close();
-      const cut = setTimeout(() => app.server.closeAllConnections(), 1000);
+      const cut = setTimeout(() => cutConnections(app.server), 1000);
       cut.unref();
       await closed;
       clearTimeout(cut);
@@ -111,7 +112,7 @@ export function liveApps(defaults: PartialSettings = {}): LiveApps {
       for (const app of apps.splice(0)) {
         app.hub.shutdown();
         // The client may hold a spare keep-alive socket that would delay app.close() by seconds.
-        app.app.server.closeAllConnections();
+        cutConnections(app.app.server);
         await app.close();
       }
     },

@@ -726,8 +726,7 @@ describe('OpenMetadata refusals, heartbeats and sharing', () => {
           return this.pending;
         },
         closed: false,
-        onDrain: () => undefined,
-        onClose: () => undefined,
+        attach: () => undefined,
         close: () => undefined,
       };
       const limits = { maxStreamBytes: 1 << 30, maxPendingBytes: cap };

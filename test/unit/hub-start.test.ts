@@ -37,8 +37,7 @@ function recordingTransport() {
     },
     pendingBytes: 0,
     closed: false,
-    onDrain: () => undefined,
-    onClose: () => undefined,
+    attach: () => undefined,
     close: () => undefined,
   };
   return { transport, events };
