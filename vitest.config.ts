@@ -10,6 +10,7 @@ const BACKEND_SUITES = [
   'test/unit/engine-rules.test.ts',
   'test/unit/hub-start.test.ts',
   'test/unit/http-api.test.ts',
+  'test/unit/log-range.test.ts',
   'test/unit/compat-openmetadata.test.ts',
   'test/unit/compat-zenml.test.ts',
   'test/unit/compat-freight.test.ts',

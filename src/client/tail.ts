@@ -51,6 +51,11 @@ export interface TailOptions extends ClientOptions {
   kinds?: readonly string[] | undefined;
   steps?: readonly string[] | undefined;
   correlationIds?: readonly string[] | undefined;
+  /**
+   * A run's stream only: leave out log entries up to this cursor, whose text the caller read
+   * from `log.txt` (its `Tailwater-Log-Cursor` header); every other entry comes as usual.
+   */
+  logAfter?: string | undefined;
   signal?: AbortSignal | undefined;
   /**
    * A connection that brings nothing (not even a heartbeat) for this long is taken for dead and
@@ -119,6 +124,8 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
   const maxRetries = options.maxRetries ?? 5;
   const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
   let cursor = options.after === undefined ? undefined : String(options.after);
+  // Dropped once the stream starts over (`gap reset`): the text it named is another log's.
+  let logAfter = options.logAfter;
   let failures = 0;
 
   while (!options.signal?.aborted) {
@@ -130,6 +137,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
     ] as const) {
       if (values && values.length > 0) url.searchParams.set(name, values.join(','));
     }
+    if (logAfter !== undefined) url.searchParams.set('logAfter', logAfter);
     const headers = client.headers({ accept: 'text/event-stream' });
     if (cursor !== undefined) headers['last-event-id'] = cursor;
     else if (options.tail !== undefined) url.searchParams.set('tail', String(options.tail));
@@ -175,7 +183,9 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
               return;
             }
             if (event === 'gap') {
-              yield { type: 'gap', gap: JSON.parse(message.data) as GapFrame };
+              const gap = JSON.parse(message.data) as GapFrame;
+              if (gap.reason === 'reset') logAfter = undefined;
+              yield { type: 'gap', gap };
               continue;
             }
             if (event === 'error') {

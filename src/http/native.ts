@@ -23,6 +23,7 @@ import {
   topicParam,
 } from './params.js';
 import { entryJson } from './exact-json.js';
+import { logAfterFilter, logAfterQuery } from './log-after.js';
 import { errors } from './schemas/api.js';
 import { runPath, topicPath } from './schemas/paths.js';
 import { streamResponse } from './schemas/stream.js';
@@ -89,6 +90,7 @@ export class NativeEncoder implements FrameEncoder {
 type Query = Record<string, string | string[] | undefined>;
 
 const streamQuery = z.object({ ...streamStartQuery.shape, ...streamFilterQuery.shape });
+const runStreamQuery = z.object({ ...streamQuery.shape, ...logAfterQuery.shape });
 const feedQuery = z.object({
   ...streamQuery.shape,
   pipeline: listQuery('pipeline', "Only these pipelines' runs."),
@@ -138,7 +140,7 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
 
   const runStream = {
     ...streamSchema("Follow a run's entries live", runPath),
-    querystring: streamQuery,
+    querystring: runStreamQuery,
     description: 'Ends (`end`) once the run finished and its log was quiet for a while.',
   };
   app.get(
@@ -148,7 +150,10 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
       const params = request.params as { fqn: string; runId: string };
       const fqn = pipelineParam(params.fqn);
       const runId = await resolveRunId(deps.store, fqn, params.runId);
-      await stream(request, reply, runKey(fqn, runId));
+      const key = runKey(fqn, runId);
+      const query = request.query as Query;
+      const start = parseStart(lastEventId(request.headers), query);
+      await stream(request, reply, key, await logAfterFilter(deps.store, key, query, start));
     },
   );
 

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { TailwaterError } from '../model/errors.js';
+import { ERROR_STATUS, TailwaterError } from '../model/errors.js';
+import type { ErrorCode } from '../model/errors.js';
 import type { Entry } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
@@ -9,6 +10,8 @@ import type { LogChunk, Store } from '../store/store.js';
 import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
+import { parseLogRange } from './log-range.js';
+import { formatStreamCursor } from '../model/cursor.js';
 import { z } from 'zod';
 import {
   afterParam,
@@ -132,16 +135,22 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
   });
 
   const runLogText = {
-    summary: "A run's whole log, as a download",
+    summary: "A run's whole log, or a byte range of it, as text",
     tags: ['read'],
     params: runPath,
+    headers: logRangeHeaders,
     response: {
       200: media(
-        'The whole log, streamed, with `Content-Disposition: attachment`.',
+        'The whole log as it stood when asked, streamed, with `Content-Disposition: attachment`.',
         'text/plain',
         z.string(),
       ),
-      ...errors(400, 404),
+      206: media(
+        'The bytes the `Range` asked for, with `Content-Range: bytes <first>-<last>/<log bytes>`.',
+        'text/plain',
+        z.string(),
+      ),
+      ...errors(400, 404, 416),
     },
   };
   app.get(
@@ -151,12 +160,90 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       const params = request.params as RunParams;
       const key = await existingRun(params);
       const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
-      return reply
+      // The log as it stands now: text appended from here on is the stream's to bring.
+      const { logBytes: total, epoch } = await store.bounds(key);
+      const range = parseLogRange(
+        headerValue(request.headers.range),
+        headerValue(request.headers['if-range']),
+        total,
+      );
+      void reply
         .type('text/plain; charset=utf-8')
-        .header('Content-Disposition', attachment(`${name}.log`))
-        .send(Readable.from(logText(store, key)));
+        .header('Accept-Ranges', 'bytes')
+        .header('Content-Disposition', attachment(`${name}.log`));
+      if (range.type === 'unsatisfiable') {
+        const cursor = await logCursorAt(store, key, total, epoch);
+        if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
+        const code: ErrorCode = 'TW_RANGE_NOT_SATISFIABLE';
+        const message = `The log has ${total} bytes; the range asked for starts at or past its end.`;
+        // The route's typed statuses are its success answers; errors share the Error shape.
+        return (reply as FastifyReply)
+          .code(ERROR_STATUS[code])
+          .type('application/json; charset=utf-8')
+          .header('Content-Range', `bytes */${total}`)
+          .send({ error: { code, message } });
+      }
+      const [start, end] = range.type === 'range' ? [range.start, range.end] : [0, total];
+      const cursor = await logCursorAt(store, key, end, epoch);
+      if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
+      if (range.type === 'range') {
+        void reply.code(206).header('Content-Range', `bytes ${start}-${end - 1}/${total}`);
+      }
+      return reply
+        .header('Content-Length', end - start)
+        .send(Readable.from(logBytes(store, key, start, end)));
     },
   );
+}
+
+/** The native stream's cursor after the log entry whose text ends at `end` (docs/API.md). */
+export const LOG_CURSOR_HEADER = 'Tailwater-Log-Cursor';
+
+const logRangeHeaders = z.object({
+  range: z.string().optional().meta({
+    description: 'One range of bytes, `bytes=<first>-<last>`, `bytes=<first>-` or `bytes=-<n>`.',
+  }),
+});
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The cursor of the log entry whose text ends exactly at byte `end` (`0-<epoch>` for an empty
+ * log), or undefined when `end` falls inside an entry. A viewer that has the text up to `end`
+ * streams with `?logAfter=` set to it and gets every later line once.
+ */
+async function logCursorAt(
+  store: Store,
+  key: StreamKey,
+  end: number,
+  epoch: string,
+): Promise<string | undefined> {
+  if (end === 0) return formatStreamCursor(0, epoch);
+  const chunk = await store.logChunkAt(key, end - 1);
+  if (!chunk || chunk.offset + chunk.size !== end) return undefined;
+  return formatStreamCursor(chunk.seq, epoch);
+}
+
+/**
+ * Bytes [start, end) of the log, page by page: the entry that holds `start` may begin before
+ * it, and the one that holds the last byte may go on past it, so both are cut to the range.
+ */
+export async function* logBytes(
+  store: Store,
+  key: StreamKey,
+  start: number,
+  end: number,
+): AsyncGenerator<Buffer> {
+  if (end <= start) return;
+  const first = (await store.logChunkAt(key, start))?.offset ?? start;
+  for await (const chunk of logChunks(store, key, first, end)) {
+    const bytes = Buffer.from(chunk.text, 'utf8');
+    const from = Math.max(0, start - chunk.offset);
+    const to = Math.min(bytes.length, end - chunk.offset);
+    yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
+  }
 }
 
 /** Whether a stream has entries past the last of a page (of any kind: a cursor never skips). */

@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   TW_BATCH_TOO_LARGE: 413,
   TW_BODY_TOO_LARGE: 413,
   TW_UNSUPPORTED_MEDIA_TYPE: 415,
+  /** A `log.txt` range that starts at or past the end of the log. */
+  TW_RANGE_NOT_SATISFIABLE: 416,
   /** The Host header names neither this server nor one of its configured names (DNS rebinding). */
   TW_MISDIRECTED: 421,
   TW_HEADERS_TOO_LARGE: 431,

@@ -311,6 +311,13 @@ describe('the OpenAPI document', () => {
     await call(`${RUN_ROUTE}/log`, { method: 'GET', url: `${RUN}/r1/log?limit=abc` }, 400);
     await call(`${RUN_ROUTE}/log.txt`, { method: 'GET', url: `${RUN}/r1/log.txt` }, 200);
     await call(`${RUN_ROUTE}/log.txt`, { method: 'GET', url: `${RUN}/nope/log.txt` }, 404);
+    const ranged = (range: string) => ({
+      method: 'GET' as const,
+      url: `${RUN}/r1/log.txt`,
+      headers: { range },
+    });
+    await call(`${RUN_ROUTE}/log.txt`, ranged('bytes=0-3'), 206);
+    await call(`${RUN_ROUTE}/log.txt`, ranged('bytes=999999-'), 416);
     await call('/api/v1/topics', { method: 'GET', url: '/api/v1/topics' }, 200);
     await call('/api/v1/stats', { method: 'GET', url: '/api/v1/stats' }, 200);
     await call('/api/v1/search', { method: 'GET', url: '/api/v1/search?q=OutOfMemory' }, 200);

@@ -1,29 +1,31 @@
-import { describe, expect, test } from 'vitest';
-import { findMatches, IncrementalSearch, LogBuffer, plainText } from '../src/run/log-buffer.js';
+import { describe, expect, test, vi } from 'vitest';
+import { LogBuffer, linesOf } from '../src/run/log-buffer.js';
+import { findMatches, IncrementalSearch, plainText } from '../src/run/log-search.js';
 
 describe('LogBuffer', () => {
   test('joins text split across appends into lines, in place', () => {
     const buffer = new LogBuffer();
-    const { lines } = buffer;
     buffer.append('one\ntw');
-    expect(lines).toEqual(['one', 'tw']);
+    expect(buffer.toArray()).toEqual(['one', 'tw']);
     buffer.append('o\n');
-    expect(lines).toEqual(['one', 'two']);
+    expect(buffer.toArray()).toEqual(['one', 'two']);
     buffer.append('\n\nthree');
-    expect(lines).toEqual(['one', 'two', '', '', 'three']);
+    expect(buffer.toArray()).toEqual(['one', 'two', '', '', 'three']);
     buffer.append('');
     buffer.append(' and more\n');
-    expect(lines).toEqual(['one', 'two', '', '', 'three and more']);
-    expect(buffer.lines).toBe(lines);
+    expect(buffer.toArray()).toEqual(['one', 'two', '', '', 'three and more']);
+    expect(buffer.length).toBe(5);
+    expect(buffer.line(1)).toBe('two');
+    expect(buffer.line(5)).toBe('');
   });
 
   test('clear() empties it, and the next text starts a new line', () => {
     const buffer = new LogBuffer();
     buffer.append('half a line');
     buffer.clear();
-    expect(buffer.lines).toEqual([]);
+    expect(buffer.toArray()).toEqual([]);
     buffer.append('new\n');
-    expect(buffer.lines).toEqual(['new']);
+    expect(buffer.toArray()).toEqual(['new']);
   });
 });
 
@@ -31,14 +33,14 @@ describe('LogBuffer past its limit', () => {
   test('lets the oldest lines go, a tenth more than needed, and counts them', () => {
     const buffer = new LogBuffer(100); // characters, newlines included
     for (let n = 1; n <= 10; n += 1) buffer.append(`line ${String(n).padStart(3, '0')}\n`); // 9 each
-    expect(buffer.lines).toHaveLength(10);
+    expect(buffer.length).toBe(10);
     expect(buffer.dropped).toBe(0);
     buffer.append('line 011\nline 012\n'); // 108 characters: over
     // Down to at most 90: 10 lines of 9.
-    expect(buffer.lines).toHaveLength(10);
+    expect(buffer.length).toBe(10);
     expect(buffer.dropped).toBe(2);
-    expect(buffer.lines[0]).toBe('line 003');
-    expect(buffer.lines.at(-1)).toBe('line 012');
+    expect(buffer.line(0)).toBe('line 003');
+    expect(buffer.line(buffer.length - 1)).toBe('line 012');
     buffer.clear();
     expect(buffer.dropped).toBe(0);
   });
@@ -47,17 +49,17 @@ describe('LogBuffer past its limit', () => {
     const buffer = new LogBuffer(10);
     buffer.append('short\n');
     buffer.append('x'.repeat(50));
-    expect(buffer.lines).toEqual(['x'.repeat(50)]);
+    expect(buffer.toArray()).toEqual(['x'.repeat(50)]);
     expect(buffer.dropped).toBe(1);
     buffer.append('y\n');
-    expect(buffer.lines).toEqual([`${'x'.repeat(50)}y`]);
+    expect(buffer.toArray()).toEqual([`${'x'.repeat(50)}y`]);
   });
 });
 
 describe('findMatches', () => {
   test('finds every occurrence, ignoring case, as ranges of the plain text', () => {
     const lines = ['abcABC', 'none', '\u001b[1mab\u001b[0mc!'];
-    expect(findMatches(lines, 'abc').matches).toEqual([
+    expect(findMatches(linesOf(lines), 'abc').matches).toEqual([
       { line: 0, start: 0, end: 3 },
       { line: 0, start: 3, end: 6 },
       { line: 2, start: 0, end: 3 },
@@ -66,23 +68,27 @@ describe('findMatches', () => {
   });
 
   test('takes the query literally, not as a pattern', () => {
-    expect(findMatches(['a.c abc (x)'], '.').matches).toEqual([{ line: 0, start: 1, end: 2 }]);
-    expect(findMatches(['a.c abc (x)'], '(x)').matches).toEqual([{ line: 0, start: 8, end: 11 }]);
+    expect(findMatches(linesOf(['a.c abc (x)']), '.').matches).toEqual([
+      { line: 0, start: 1, end: 2 },
+    ]);
+    expect(findMatches(linesOf(['a.c abc (x)']), '(x)').matches).toEqual([
+      { line: 0, start: 8, end: 11 },
+    ]);
   });
 
   test('stops at the limit and says there are more', () => {
-    const result = findMatches(['x x x', 'x x'], 'x', 4);
+    const result = findMatches(linesOf(['x x x', 'x x']), 'x', 4);
     expect(result.matches).toHaveLength(4);
     expect(result.truncated).toBe(true);
-    expect(findMatches(['x x x', 'x'], 'x', 4).truncated).toBe(false);
-    expect(findMatches(['x'], '')).toEqual({ matches: [], truncated: false });
+    expect(findMatches(linesOf(['x x x', 'x']), 'x', 4).truncated).toBe(false);
+    expect(findMatches(linesOf(['x']), '')).toEqual({ matches: [], truncated: false });
   });
 });
 
 describe('IncrementalSearch', () => {
   /** Asks the incremental search and a full one the same question: they must agree. */
   function agrees(search: IncrementalSearch, buffer: LogBuffer, query: string) {
-    expect(search.find(buffer, query)).toEqual(findMatches(buffer.lines, query));
+    expect(search.find(buffer, query)).toEqual(findMatches(buffer, query));
   }
 
   test('finds what a full search finds as the log grows, a line continued, lines let go or cleared', () => {
@@ -96,7 +102,7 @@ describe('IncrementalSearch', () => {
     expect(buffer.dropped).toBeGreaterThan(0);
     agrees(search, buffer, 'error');
     agrees(search, buffer, 'line 1'); // another query
-    const before = buffer.lines.length;
+    const before = buffer.length;
     buffer.clear();
     // A new log, longer than the one searched before: it must be searched from its start.
     buffer.append('line 1 reborn\n');
@@ -122,10 +128,10 @@ describe('IncrementalSearch', () => {
     const search = new IncrementalSearch();
     buffer.append('x\n'.repeat(1000));
     expect(search.find(buffer, 'x').matches).toHaveLength(1000);
-    // Rewrite an old line behind the search's back: a rescan would see it, a new-lines scan not.
-    (buffer.lines as string[])[0] = 'gone';
     buffer.append('x\n');
+    // The line it saw last (it may have grown) and the new one: nothing before them.
+    const read = vi.spyOn(buffer, 'line');
     expect(search.find(buffer, 'x').matches).toHaveLength(1001);
-    expect(findMatches(buffer.lines, 'x').matches).toHaveLength(1000);
+    expect(read.mock.calls.map(([index]) => index)).toEqual([999, 1000]);
   });
 });

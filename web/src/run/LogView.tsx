@@ -3,7 +3,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef } from 'react';
 import type { UIEvent } from 'react';
 import { AnsiLine } from '../ansi.js';
 import type { Mark } from '../ansi.js';
-import type { Match } from './log-buffer.js';
+import type { LogLines } from './log-buffer.js';
+import type { Match } from './log-search.js';
 
 /** How close to the bottom (px) still counts as "at the bottom" for follow mode. */
 const BOTTOM_SLACK = 24;
@@ -25,8 +26,8 @@ export function LogView({
   target = null,
   targetMove = 0,
 }: {
-  lines: readonly string[];
-  /** Lines of the log before `lines[0]` that the view let go (they are numbered on from there). */
+  lines: LogLines;
+  /** Lines of the log before `lines.line(0)` that the view let go (they are numbered on from there). */
   firstLine?: number;
   /** Changes whenever `lines` (appended in place) changes. */
   version: number;
@@ -159,7 +160,7 @@ export function LogView({
               {String(firstLine + item.index + 1).padStart(digits, ' ')}
             </span>
             <span className="line-text">
-              <AnsiLine text={lines[item.index] ?? ''} marks={marksByLine.get(item.index)} />
+              <AnsiLine text={lines.line(item.index)} marks={marksByLine.get(item.index)} />
             </span>
           </div>
         ))}

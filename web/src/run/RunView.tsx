@@ -9,7 +9,11 @@ import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
 import { useFrameVersion, useNow, useSlashToFocus } from '../hooks.js';
-import { DEFAULT_MAX_CHARS, IncrementalSearch, LogBuffer } from './log-buffer.js';
+import { DEFAULT_MAX_CHARS, LogBuffer } from './log-buffer.js';
+import { IncrementalSearch } from './log-search.js';
+import { tailAfterHistory } from './history-tail.js';
+import { rangedLogHistory } from './log-history.js';
+import type { LogHistoryFn } from './log-history.js';
 import { LogView } from './LogView.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
 import type { Progress } from './ProgressBar.js';
@@ -37,6 +41,10 @@ function logHref(pipeline: string, runId: string): string {
   return `${runPath(pipeline, runId)}/log.txt`;
 }
 
+/** The log history from the server that served the page, read before the stream opens. */
+const defaultHistory: LogHistoryFn = (target, onText, signal) =>
+  rangedLogHistory(window.location.origin)(target, onText, signal);
+
 /**
  * One run, live: its status, elapsed time and progress, the connection state, the log (follows
  * like `tail -f`, searchable, downloadable) and its events with kind and step filters. On a
@@ -47,6 +55,7 @@ export function RunView({
   pipeline,
   runId,
   tail = defaultTail,
+  history = tail === defaultTail ? defaultHistory : null,
   latest = false,
   maxLogChars,
   targetLine = null,
@@ -55,6 +64,12 @@ export function RunView({
   pipeline: string;
   runId: string;
   tail?: TailFn;
+  /**
+   * Reads the log's text before the stream opens (docs/API.md: `log.txt` by range, then the
+   * stream with `logAfter`); null streams the whole log. By default the server's, with the
+   * default `tail`; a `tail` of the caller's own (a test's fake stream) comes without one.
+   */
+  history?: LogHistoryFn | null;
   /** Opened as the pipeline's latest run: say so beside its id. */
   latest?: boolean;
   /** Log text the view keeps before letting the oldest lines go (default 256 Mi characters). */
@@ -87,10 +102,35 @@ export function RunView({
   const searchInput = useRef<HTMLInputElement>(null);
   useSlashToFocus(searchInput);
 
+  // History as text, then the stream for what follows it; made once, like the buffer it feeds.
+  const [source] = useState(() => {
+    if (history === null) return null;
+    let given = false;
+    return tailAfterHistory(
+      (options) => tail(options),
+      history,
+      { pipeline, runId },
+      {
+        onText: (text) => {
+          given = true;
+          buffer.append(text);
+          bumpVersion();
+        },
+        onAbandon: () => {
+          if (!given) return;
+          given = false;
+          buffer.clear();
+          bumpVersion();
+        },
+      },
+    );
+  });
   const onEvent = useCallback(
     (event: TailEvent) => {
       if (event.type === 'gap') {
         if (event.gap.reason === 'reset') {
+          // The stream starts over with the whole log, the text read before it included.
+          source?.startedOver();
           buffer.clear();
           bumpVersion();
           setEvents([]);
@@ -135,10 +175,10 @@ export function RunView({
         if (progress) setFacts((previous) => ({ ...previous, progress }));
       }
     },
-    [buffer, bumpVersion],
+    [buffer, bumpVersion, source],
   );
   const { state, resume } = useTail(
-    tail,
+    source?.tail ?? tail,
     `run:${pipeline}\u0000${runId}`,
     { target: { pipeline, runId } },
     onEvent,
@@ -218,7 +258,7 @@ export function RunView({
             )}
           </div>
           <LogView
-            lines={buffer.lines}
+            lines={buffer}
             firstLine={buffer.dropped}
             version={version}
             follow={follow}

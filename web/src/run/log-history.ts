@@ -1,0 +1,66 @@
+import { runPath } from '../../../src/client/index.js';
+
+/** A page of history: big enough that a 100 MB log is a few requests, small enough to show early. */
+export const HISTORY_PAGE_BYTES = 16 * 1024 * 1024;
+
+/** Where a run is, as the view names it (`latest` allowed). */
+export interface RunTarget {
+  pipeline: string;
+  runId: string;
+}
+
+/**
+ * Reads a run's log text before its stream opens, handing each page's text to `onText` in order;
+ * resolves with the stream cursor the text ends at (for `?logAfter=`), or null when the server
+ * could not give it whole (an error status, an older server): the caller then streams the whole
+ * log instead, having let go of what `onText` was given.
+ */
+export type LogHistoryFn = (
+  target: RunTarget,
+  onText: (text: string) => void,
+  signal: AbortSignal,
+) => Promise<string | null>;
+
+const CURSOR_HEADER = 'Tailwater-Log-Cursor';
+const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
+
+/**
+ * `log.txt` read in ranges of `pageBytes` (docs/API.md, "Reading without streaming"): the next
+ * page is asked for as soon as the last one's headers say where it ends, so the network is busy
+ * while a page is split into lines. The last page is the one that reaches the log's length as
+ * the server answered it, where a log entry ends; its `Tailwater-Log-Cursor` names that entry.
+ * Bytes are decoded as one stream, since a range may end inside a character. Cookies go with it
+ * as with every request of the page (same origin).
+ */
+export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES): LogHistoryFn {
+  return async (target, onText, signal) => {
+    const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt`;
+    const ask = (from: number) =>
+      fetch(url, { headers: { range: `bytes=${from}-${from + pageBytes - 1}` }, signal });
+    const decoder = new TextDecoder();
+    let next = ask(0);
+    for (;;) {
+      const response = await next;
+      if (response.status === 416) {
+        // Nothing from there on: an empty log (the first page), or one that ended on a page edge.
+        await response.body?.cancel();
+        return response.headers.get(CURSOR_HEADER);
+      }
+      const range =
+        response.status === 206
+          ? CONTENT_RANGE.exec(response.headers.get('content-range') ?? '')
+          : null;
+      if (response.status !== 200 && !range) {
+        await response.body?.cancel();
+        return null;
+      }
+      // A 200 is the whole log: the server did not take the range.
+      const end = range ? Number(range[2]) + 1 : Number.POSITIVE_INFINITY;
+      const last = !range || end >= Number(range[3]);
+      if (!last) next = ask(end);
+      const text = decoder.decode(await response.arrayBuffer(), { stream: !last });
+      if (text !== '') onText(text);
+      if (last) return response.headers.get(CURSOR_HEADER);
+    }
+  };
+}
