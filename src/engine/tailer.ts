@@ -169,7 +169,11 @@ export class Tailer implements SubscriptionWatcher {
       this.stale = false;
       this.wake();
     }
-    while (this.reading) await this.reading;
+    // The read in flight, then the one it chains to if the bus rang during it: that one starts
+    // after this call, so it reads everything stored before it. Waiting until no read is in
+    // flight at all would keep a viewer out for as long as appends land during every read,
+    // which a busy stream with thousands of viewers does (docs/BENCHMARKS.md, fan-out at 10,000).
+    for (let reads = 0; reads < 2 && this.reading; reads += 1) await this.reading;
   }
 
   /** A hint that the store has entries past `top`. Reads are coalesced: one at a time. */

@@ -137,3 +137,54 @@ describe('a start after a log offset', () => {
     },
   );
 });
+
+describe('a viewer joining a stream whose reader is never idle', () => {
+  const RUN = runKey('etl.busy', 'r1');
+
+  it('is let in after the reads in flight, not once the appends stop', async () => {
+    t = await createTestApp();
+    const app = t;
+    await app.ingest.putRun('etl.busy', 'r1', { status: 'running' });
+    // A live viewer whose every write takes 30 ms stands for a fan-out to thousands of sockets.
+    const slow = recordingTransport();
+    const write = slow.transport.write.bind(slow.transport);
+    slow.transport.write = (chunk) => {
+      const until = performance.now() + 30;
+      while (performance.now() < until);
+      return write(chunk);
+    };
+    await app.hub.subscribe(
+      { key: RUN, start: { type: 'after', seq: 0 }, encoder: new NativeEncoder(1000) },
+      () => slow.transport,
+    );
+    let appending = true;
+    // Four producers, each sending its next append as soon as the last is stored: one always
+    // lands while a read is under way, so there is always another read to do.
+    const appends = Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (appending) {
+          await app.ingest.appendEvents(RUN, [
+            { kind: 'progress', data: undefined, dataJson: '{}' },
+          ]);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }),
+    );
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const joiner = recordingTransport();
+      const joined = app.hub
+        .subscribe(
+          { key: RUN, start: { type: 'after', seq: 0 }, encoder: new NativeEncoder(1000) },
+          () => joiner.transport,
+        )
+        .then(() => 'joined');
+      const timeout = new Promise((resolve) => setTimeout(resolve, 2000, 'still waiting'));
+      expect(await Promise.race([joined, timeout])).toBe('joined');
+      await until(() => joiner.events.length >= 3, 'the joiner catching up');
+    } finally {
+      appending = false;
+      await appends;
+    }
+  });
+});
