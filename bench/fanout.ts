@@ -5,14 +5,22 @@
  * one buffer per batch and a bare node:http server, which tell the floor and what node:http's
  * own per-write cost is.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BareOptions, BareProc, TailwaterProc, ViewerClient } from './procs.js';
-import { cpuMs, openViewers, startStreamServer, startViewerClient } from './procs.js';
+import type { BareOptions, BareProc, StreamServer, TailwaterProc, ViewerClient } from './procs.js';
+import {
+  cpuMs,
+  machineBusy,
+  machineCpuMs,
+  openViewers,
+  startStreamServer,
+  startViewerClient,
+} from './procs.js';
 import { fmt, median, perSecond, writeSection } from './report.js';
 import type { Row } from './report.js';
-import type { FanoutReply } from './viewer-client.js';
+import type { FanoutReply, LatencyReply, Percentiles } from './viewer-client.js';
 
 const VIEWERS = Number(process.env['BENCH_FANOUT_VIEWERS'] ?? 1000);
 const ENTRIES = Number(process.env['BENCH_FANOUT_ENTRIES'] ?? 1000);
@@ -34,6 +42,12 @@ export interface Measured {
   clientCpuPer1k: number;
 }
 
+/** How many viewers and entries a measurement has (default: the 1,000-viewer figure's). */
+export interface Shape {
+  viewers: number;
+  entries: number;
+}
+
 export type Target = { name: string } & (
   | { bare: BareOptions }
   /** A real `tailwater serve`: this checkout's, or another build's `bin`, with `env` added. */
@@ -41,14 +55,20 @@ export type Target = { name: string } & (
 );
 
 /**
- * One server (fresh processes; `dir` must not hold another Tailwater's data) with VIEWERS
- * viewers: a warm-up round, then `rounds` measured rounds.
+ * One server (fresh processes; `dir` must not hold another Tailwater's data) with
+ * `shape.viewers` viewers: a warm-up round, then `rounds` measured rounds; then `after`, if
+ * given, on the same server and viewers before they are stopped.
  */
 export async function measureFanout(
   target: Target,
   dir: string,
   rounds = ROUNDS,
+  shape: Shape = { viewers: VIEWERS, entries: ENTRIES },
+  after?: (client: ViewerClient, stream: StreamServer) => Promise<void>,
 ): Promise<Measured> {
+  const { viewers, entries } = shape;
+  // A round moves viewers × entries × ~1 KiB: at 10,000 viewers that is ~5 GB a round.
+  const timeoutMs = FANOUT_TIMEOUT_MS + (viewers * entries) / 500;
   let server: BareProc | TailwaterProc | undefined;
   let client: ViewerClient | undefined;
   try {
@@ -61,11 +81,11 @@ export async function measureFanout(
     server = stream.server;
     const { appendUrl } = stream;
     client = await startViewerClient();
-    await openViewers(client, stream, VIEWERS, target.name);
-    const run = (entries: number) =>
+    await openViewers(client, stream, viewers, target.name);
+    const run = (count: number) =>
       client!.ask<FanoutReply>(
-        { op: 'fanout', appendUrl, entries, batch: BATCH, pad: PAD, timeoutMs: FANOUT_TIMEOUT_MS },
-        FANOUT_TIMEOUT_MS + 5000,
+        { op: 'fanout', appendUrl, entries: count, batch: BATCH, pad: PAD, timeoutMs },
+        timeoutMs + 5000,
       );
     await run(WARMUP_ENTRIES);
     const result: Measured = {
@@ -78,19 +98,20 @@ export async function measureFanout(
     const serverCpu = cpuMs(server.pid);
     const clientCpu = cpuMs(client.pid);
     for (let round = 0; round < rounds; round += 1) {
-      const reply = await run(ENTRIES);
+      const reply = await run(entries);
       if (reply.complete !== reply.viewers) {
         throw new Error(
-          `${target.name}: only ${reply.complete} of ${reply.viewers} viewers got every entry within ${FANOUT_TIMEOUT_MS} ms`,
+          `${target.name}: only ${reply.complete} of ${reply.viewers} viewers got every entry within ${timeoutMs} ms`,
         );
       }
-      result.rates.push(perSecond(ENTRIES * reply.viewers, reply.ms));
+      result.rates.push(perSecond(entries * reply.viewers, reply.ms));
       result.appendMs.push(reply.appendMs);
       result.bytesPerEntry = reply.bytesPerEntry;
     }
-    const deliveries = (rounds * ENTRIES * VIEWERS) / 1000;
+    const deliveries = (rounds * entries * viewers) / 1000;
     result.serverCpuPer1k = (cpuMs(server.pid) - serverCpu) / deliveries;
     result.clientCpuPer1k = (cpuMs(client.pid) - clientCpu) / deliveries;
+    await after?.(client, stream);
     return result;
   } finally {
     await client?.stop();
@@ -158,4 +179,136 @@ export async function benchFanout(): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const VIEWERS_10K = Number(process.env['BENCH_FANOUT_10K_VIEWERS'] ?? 10_000);
+/** Entries per round at 10,000 viewers: ~5 GB through loopback a round. */
+const ENTRIES_10K = Number(process.env['BENCH_FANOUT_10K_ENTRIES'] ?? 500);
+const ROUNDS_10K = Number(process.env['BENCH_FANOUT_10K_ROUNDS'] ?? 3);
+/** The join: one-entry appends of ~250 B at this rate, a viewer joining halfway. */
+const JOIN_RATE = Number(process.env['BENCH_FANOUT_10K_JOIN_RATE'] ?? 10);
+const JOIN_WARMUP = 10;
+const JOIN_MEASURED = 120;
+const JOIN_PAD = 100;
+const GOAL_10K = 0.9;
+
+/**
+ * Fan-out at 10,000 viewers of one stream, against the bare writer with one buffer per batch
+ * (the floor), and whether a viewer joining while they are live stalls them.
+ */
+export async function benchFanout10k(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tailwater-bench-fanout10k-'));
+  const started = performance.now();
+  try {
+    const busyBefore = await machineBusy();
+    const machineBefore = machineCpuMs();
+    const shape = { viewers: VIEWERS_10K, entries: ENTRIES_10K };
+    const name = `Tailwater, 1 stream × ${fmt(VIEWERS_10K)} viewers`;
+    const targets: Target[] = [
+      {
+        name: 'baseline: bare node:net writer, one buffer per batch',
+        bare: { sse: 'net', write: 'batch' },
+      },
+      {
+        name: 'reference: bare node:net writer, each frame its own `socket.write`',
+        bare: { sse: 'net', write: 'frame' },
+      },
+      { name, tailwater: true },
+    ];
+    let joined: LatencyReply | undefined;
+    const measureJoin = async (client: ViewerClient, stream: StreamServer) => {
+      const timeoutMs = ((JOIN_WARMUP + JOIN_MEASURED) / JOIN_RATE) * 1000 + 30_000;
+      joined = await client.ask<LatencyReply>(
+        {
+          op: 'latency',
+          appendUrl: stream.appendUrl,
+          rate: JOIN_RATE,
+          warmup: JOIN_WARMUP,
+          measured: JOIN_MEASURED,
+          pad: JOIN_PAD,
+          maxInFlight: 64,
+          timeoutMs,
+          join: { port: stream.port, path: stream.path, atIndex: JOIN_WARMUP + JOIN_MEASURED / 2 },
+        },
+        timeoutMs + 5000,
+      );
+    };
+    const results: Array<{ target: Target; measured: Measured }> = [];
+    for (const target of targets) {
+      const after = 'tailwater' in target ? measureJoin : undefined;
+      results.push({
+        target,
+        measured: await measureFanout(target, dir, ROUNDS_10K, shape, after),
+      });
+    }
+    const machineAfter = machineCpuMs();
+    const busyDuring =
+      (machineAfter.busy - machineBefore.busy) /
+      Math.max(1, machineAfter.total - machineBefore.total);
+    const baseline = median(results[0]!.measured.rates);
+    const rows: Row[] = results.map(({ target, measured }) => {
+      const rate = median(measured.rates);
+      const ratio = rate / baseline;
+      return {
+        name: target.name,
+        value: `${fmt(rate)} deliveries/s`,
+        ratio: `${(ratio * 100).toFixed(0)} %`,
+        note: [
+          `rounds ${fmt(Math.min(...measured.rates))}–${fmt(Math.max(...measured.rates))}`,
+          `${Math.round(measured.bytesPerEntry)} B per entry on the wire`,
+          `server CPU ${measured.serverCpuPer1k.toFixed(2)} ms, client ${measured.clientCpuPer1k.toFixed(2)} ms per 1k deliveries`,
+          `appends answered ${fmt(median(measured.appendMs))} ms into a round`,
+          ...('tailwater' in target
+            ? [
+                `goal ≥ ${GOAL_10K * 100} % of the baseline: ${ratio >= GOAL_10K ? 'met' : 'not met'}`,
+              ]
+            : []),
+        ].join('; '),
+      };
+    });
+    const j = joined?.join;
+    if (!joined || !j) throw new Error('fanout-10k: no join measured');
+    const ms = (n: number) => `${n.toFixed(1)} ms`;
+    const triple = (p: Percentiles) => `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`;
+    rows.push(
+      {
+        name: `join — baseline: the ${fmt(joined.viewers)} live viewers before the join, sent → received, p50 / p99 / max`,
+        value: triple(j.before),
+        ratio: '1.0 ×',
+        note: `${j.beforeEntries} entries; longest gap between two arrivals at one viewer ${ms(j.gapBefore)} (the schedule: ${ms(1000 / JOIN_RATE)})`,
+      },
+      {
+        name: `join — the live viewers from the join until the joiner had caught up (≥ 1 s), sent → received`,
+        value: triple(j.during),
+        ratio: `${(j.during.p99 / j.before.p99).toFixed(1)} × (p99)`,
+        note: `${j.duringEntries} entries in a ${ms(j.windowMs)} window; longest gap between two arrivals at one viewer ${ms(j.gapDuring)} (${(j.gapDuring / j.gapBefore).toFixed(1)} × the longest before)`,
+      },
+      {
+        name: 'join — the joiner (from seq 0): connect → `retry:` frame / first entry / every entry appended before it came',
+        value: `${ms(j.firstFrameMs)} / ${ms(j.firstEntryMs)} / ${ms(j.caughtUpMs)}`,
+        note: `${j.failure ? `${j.failure}; ` : ''}${fmt(j.caughtUpSeq)} entries behind when it came (the fan-out rounds' ~1 KiB entries and this load's ~250 B ones); the whole load: ${joined.sendRate.toFixed(0)} appends/s sent, ${joined.missing.toLocaleString('en-US')} deliveries not seen in time`,
+      },
+    );
+    for (const row of rows)
+      console.log(`${row.name}: ${row.value} (${row.ratio ?? ''}) — ${row.note}`);
+    const minutes = (performance.now() - started) / 60_000;
+    writeSection(
+      'fanout-10k',
+      'Fan-out at 10,000 viewers',
+      [
+        `bench/fanout.ts's measurement (above) at ${fmt(VIEWERS_10K)} SSE viewers of one run: ${fmt(ENTRIES_10K)} entries of ~1 KiB per round, appended as ${ENTRIES_10K / BATCH} sequential batches of ${BATCH}, the median of ${ROUNDS_10K} rounds after a warm-up round of ${WARMUP_ENTRIES}; fresh processes for each server; deliveries/s = entries × viewers ÷ time from the first append sent to the last viewer holding every entry. The baseline is the floor: bench/bare-sse-server.ts with \`BARE_WRITE=batch\`, each batch concatenated once and written to every socket as one buffer, as Tailwater's native dialect does. Goal (issue #17): ≥ ${GOAL_10K * 100} % of it. The caps are raised for the benchmark only (STREAM_ENV in bench/procs.ts: 20,000 connections and subscribers per stream); every process is started with the open-file limit raised as far as the machine lets (here the hard limit, ${hardOpenFiles()}), since the server and the client each hold 10,000 sockets.`,
+        '',
+        `Then, on the same Tailwater server with the same ${fmt(VIEWERS_10K)} viewers live, a join: one-entry appends of ~250 B at ${JOIN_RATE}/s, open-loop (bench/latency.ts's load), ${JOIN_WARMUP} of warm-up then ${JOIN_MEASURED}, and when append ${JOIN_WARMUP + JOIN_MEASURED / 2} is sent one more viewer opens the stream from the start (no cursor), so it pages through the whole run from the store while the others stay live. The live viewers' latency and longest gap between two consecutive arrivals at any one viewer are split at the join: entries sent before it (the baseline) and entries sent from it until the joiner held every entry appended before it came, and at least 1 s. Arrival times are when the one client process read each socket, so at 10,000 sockets they include its own turn-taking. The machine was ${(busyBefore * 100).toFixed(0)} % busy in the second before the first measurement (other work), ${(busyDuring * 100).toFixed(0)} % over the whole part, this benchmark included; 2 cores for the server, the client and that work. This part took ${minutes.toFixed(1)} min. Run it alone with \`npm run bench -- fanout-10k\`.`,
+      ].join('\n'),
+      rows,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The open-file limit a benchmark process gets (procs.ts's spawnNode): 65536, or the hard limit. */
+function hardOpenFiles(): string {
+  const hard = execFileSync('bash', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).trim();
+  return hard === 'unlimited' || Number(hard) >= 65536 ? '65,536' : fmt(Number(hard));
 }

@@ -3,19 +3,24 @@
  * `npm run bench -- replicas`); each replaces only its own section of docs/BENCHMARKS.md.
  */
 import { benchAuth } from './auth.js';
+import { benchCatchup } from './catchup.js';
 import { benchDashboard } from './dashboard.js';
-import { benchFanout } from './fanout.js';
+import { benchFanout, benchFanout10k } from './fanout.js';
 import { benchHardening } from './hardening.js';
 import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
 import { benchReplicas, missingServices } from './replicas.js';
 import { benchSearch } from './search.js';
+import { benchStoreReads } from './store-reads.js';
 
 const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
   fanout: benchFanout,
+  'fanout-10k': benchFanout10k,
   latency: benchLatency,
+  catchup: benchCatchup,
+  'store-reads': benchStoreReads,
   'idle-memory': benchIdleMemory,
   dashboard: benchDashboard,
   hardening: benchHardening,

@@ -41,6 +41,12 @@ export type ClientCommand =
       pad: number;
       maxInFlight: number;
       timeoutMs: number;
+      /**
+       * One more viewer opened when append `atIndex` is sent, while the others are live: its
+       * times to first frame and to holding everything, and the live viewers' latency and
+       * arrival gaps before and around it (JoinReport).
+       */
+      join?: { port: number; path: string; atIndex: number };
     }
   | { op: 'close' };
 
@@ -87,6 +93,32 @@ export interface LatencyReply {
   spread: Percentiles;
   ack: Percentiles;
   bytesPerEntry: number;
+  join?: JoinReport;
+}
+
+/** A viewer that joined during a latency run, and what the live viewers saw meanwhile. */
+export interface JoinReport {
+  /** Why it did not catch up (the times it did not reach are NaN). */
+  failure?: string | undefined;
+  /** From its connect to: its `retry:` frame, its first entry, holding `caughtUpSeq`. */
+  firstFrameMs: number;
+  firstEntryMs: number;
+  caughtUpMs: number;
+  /** The newest seq acknowledged when it joined: holding it, it has caught up. */
+  caughtUpSeq: number;
+  /** Live viewers, sent → received, for entries sent before the join and in the join window. */
+  before: Percentiles;
+  during: Percentiles;
+  beforeEntries: number;
+  duringEntries: number;
+  /** The join window: from the join to when it had caught up, at least 1 s (or its wait). */
+  windowMs: number;
+  /**
+   * The longest time any live viewer went between two consecutive entries' arrivals, before
+   * and in the window (the schedule alone spaces them 1000 / rate ms apart).
+   */
+  gapBefore: number;
+  gapDuring: number;
 }
 
 export type ClientReply =
@@ -180,8 +212,16 @@ function resetRun(): void {
  */
 const READ_BUFFER = Buffer.alloc(256 * 1024);
 
-/** Opens one viewer; resolves once its first frame (`retry:`) arrived with status 200. */
-function openViewer(port: number, path: string, timeoutMs: number): Promise<Viewer> {
+/**
+ * Opens one viewer; resolves once its first frame (`retry:`) arrived with status 200. One not
+ * `counted` (a joiner) never counts towards a run being complete.
+ */
+function openViewer(
+  port: number,
+  path: string,
+  timeoutMs: number,
+  counted = true,
+): Promise<Viewer> {
   return new Promise((resolve, reject) => {
     const viewer: Viewer = {
       socket: undefined as unknown as net.Socket,
@@ -189,7 +229,7 @@ function openViewer(port: number, path: string, timeoutMs: number): Promise<View
       frames: 0,
       bytes: 0,
       endsWithNewline: false,
-      done: false,
+      done: !counted,
       times: undefined,
       onChange: undefined,
     };
@@ -232,6 +272,55 @@ function openViewer(port: number, path: string, timeoutMs: number): Promise<View
       if (viewer.onChange) fail('closed before the first frame');
     });
   });
+}
+
+/** How long a joiner is given to catch up before the run reports it as not caught up. */
+const JOIN_WAIT_MS = 20_000;
+
+interface Joiner {
+  startedAt: number;
+  firstFrameAt: number;
+  firstEntryAt: number;
+  caughtUpAt: number;
+  caughtUpSeq: number;
+  viewer: Viewer | undefined;
+  failure: string | undefined;
+}
+
+/**
+ * Opens a viewer that is not one of `viewers` (the fan-out and latency counts leave it out) and
+ * records when it got its first frame, its first entry (frame 2) and entry `caughtUpSeq`.
+ */
+function join(port: number, path: string, caughtUpSeq: number): Joiner {
+  const joiner: Joiner = {
+    startedAt: performance.now(),
+    firstFrameAt: 0,
+    firstEntryAt: 0,
+    caughtUpAt: 0,
+    caughtUpSeq,
+    viewer: undefined,
+    failure: undefined,
+  };
+  const watch = (viewer: Viewer) => {
+    const now = performance.now();
+    if (joiner.firstEntryAt === 0 && viewer.frames >= 2) joiner.firstEntryAt = now;
+    if (viewer.frames >= caughtUpSeq + 1) {
+      joiner.caughtUpAt = now;
+      viewer.onChange = undefined;
+    }
+  };
+  openViewer(port, path, JOIN_WAIT_MS, false).then(
+    (viewer) => {
+      joiner.firstFrameAt = performance.now();
+      joiner.viewer = viewer;
+      viewer.onChange = () => watch(viewer);
+      watch(viewer);
+    },
+    (error: unknown) => {
+      joiner.failure = error instanceof Error ? error.message : String(error);
+    },
+  );
+  return joiner;
 }
 
 async function open(command: Extract<ClientCommand, { op: 'open' }>): Promise<OpenedReply> {
@@ -356,10 +445,16 @@ async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Prom
   const interval = 1000 / command.rate;
   const started = performance.now() + 10;
   let sent = 0;
+  let joiner: Joiner | undefined;
+  let joinAt = Infinity;
   for (let i = 0; i < total && performance.now() < deadline; i += 1) {
     const wait = started + i * interval - performance.now();
     if (wait >= 1) await sleep(Math.floor(wait));
     while (inFlight >= command.maxInFlight && performance.now() < deadline) await sleep(1);
+    if (command.join && i === command.join.atIndex) {
+      joiner = join(command.join.port, command.join.path, lastSeq);
+      joinAt = joiner.startedAt;
+    }
     const now = performance.now();
     const body = JSON.stringify({
       events: [{ kind: 'progress', data: { t: performance.timeOrigin + now, i, pad } }],
@@ -384,6 +479,15 @@ async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Prom
   const sendRate = (sent * 1000) / (performance.now() - started);
   while (inFlight > 0 && performance.now() < deadline) await sleep(5);
   await awaitAll(lastSeq + 1, deadline);
+  // The joiner gets JOIN_WAIT_MS from when it came, however long the run is.
+  while (
+    joiner &&
+    joiner.caughtUpAt === 0 &&
+    !joiner.failure &&
+    performance.now() < Math.min(deadline, joinAt + JOIN_WAIT_MS)
+  ) {
+    await sleep(5);
+  }
 
   let mismatched = 0;
   for (const viewer of viewers) if (viewer.frames !== lastSeq + 1) mismatched += 1;
@@ -414,6 +518,7 @@ async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Prom
     spread[k] = last - first;
   });
   const acks = new Float64Array(measuredSeqs.map(({ i }) => ackAt[i]! - sendAt[i]!));
+  const joinReport = joiner && joinStats(joiner, joinAt, measuredSeqs, sendAt);
   const reply: LatencyReply = {
     op: 'latency',
     viewers: viewers.length,
@@ -429,10 +534,64 @@ async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Prom
     spread: percentiles(spread),
     ack: percentiles(acks),
     bytesPerEntry: ((viewers[0]?.bytes ?? 0) - bytesBefore) / Math.max(1, sent),
+    join: joinReport,
   };
   for (const viewer of viewers) viewer.times = undefined;
+  joiner?.viewer?.socket.destroy();
   resetRun();
   return reply;
+}
+
+/**
+ * Splits the live viewers' deliveries at the join: latency (sent → received) and the longest
+ * gap between consecutive arrivals at one viewer, for entries sent before the join and for
+ * those sent in the window from it until the joiner had caught up (at least 1 s).
+ */
+function joinStats(
+  joiner: Joiner,
+  joinAt: number,
+  measured: ReadonlyArray<{ i: number; seq: number }>,
+  sendAt: Float64Array,
+): JoinReport {
+  const failure =
+    joiner.failure ??
+    (joiner.caughtUpAt === 0 ? `not caught up within ${JOIN_WAIT_MS} ms` : undefined);
+  // A joiner that never caught up is a finding, not an error: the window is then its wait.
+  const windowEnd = failure ? joinAt + JOIN_WAIT_MS : Math.max(joiner.caughtUpAt, joinAt + 1000);
+  const since = (at: number) => (at === 0 ? NaN : at - joiner.startedAt);
+  const ordered = [...measured].sort((a, b) => a.seq - b.seq);
+  const windowOf = (i: number) =>
+    sendAt[i]! < joinAt ? 'before' : sendAt[i]! <= windowEnd ? 'during' : undefined;
+  const latencies = { before: [] as number[], during: [] as number[] };
+  const gaps = { before: 0, during: 0 };
+  for (const viewer of viewers) {
+    let previous = 0;
+    for (const { i, seq } of ordered) {
+      const arrived = viewer.times![seq + 1] ?? 0;
+      const window = windowOf(i);
+      if (arrived > 0 && window) {
+        latencies[window].push(arrived - sendAt[i]!);
+        if (previous > 0) gaps[window] = Math.max(gaps[window], arrived - previous);
+      }
+      previous = arrived;
+    }
+  }
+  const entries = (window: 'before' | 'during') =>
+    ordered.filter(({ i }) => windowOf(i) === window).length;
+  return {
+    failure,
+    firstFrameMs: since(joiner.firstFrameAt),
+    firstEntryMs: since(joiner.firstEntryAt),
+    caughtUpMs: since(joiner.caughtUpAt),
+    caughtUpSeq: joiner.caughtUpSeq,
+    before: percentiles(Float64Array.from(latencies.before)),
+    during: percentiles(Float64Array.from(latencies.during)),
+    beforeEntries: entries('before'),
+    duringEntries: entries('during'),
+    windowMs: windowEnd - joinAt,
+    gapBefore: gaps.before,
+    gapDuring: gaps.during,
+  };
 }
 
 function close(): void {
