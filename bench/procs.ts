@@ -21,7 +21,7 @@ const CLIENT = fileURLToPath(new URL('./viewer-client.ts', import.meta.url));
 export const GC_ON_SIGNAL = [
   '--expose-gc',
   '--import',
-  new URL('./gc-signal.mjs', import.meta.url).href,
+  new URL('../scripts/gc-signal.mjs', import.meta.url).href,
 ];
 
 /**
