@@ -27,7 +27,7 @@ import { logAfterFilter, logAfterQuery } from './log-after.js';
 import { errors } from './schemas/api.js';
 import { runPath, topicPath } from './schemas/paths.js';
 import { streamResponse } from './schemas/stream.js';
-import { commentBytes, frameBytes, streamTo } from './sse.js';
+import { commentBytes, formatFrame, frameBytes, streamTo } from './sse.js';
 
 // One encoded frame per entry, shared by every native viewer of the stream, and one buffer per
 // batch the Tailer fans out (the same array reaches every live viewer). Each is kept with the
@@ -52,18 +52,31 @@ export class NativeEncoder implements FrameEncoder {
   entry(entry: Entry): Buffer {
     const kept = entryFrames.get(entry);
     if (kept?.epoch === this.epoch) return kept.frame;
-    const id = formatStreamCursor(entry.seq, this.epoch);
-    const frame = frameBytes({ id, event: entry.kind, data: entryJson(entry) });
+    const frame = Buffer.from(this.entryText(entry), 'utf8');
     entryFrames.set(entry, { epoch: this.epoch, frame });
     return frame;
   }
 
+  /**
+   * A batch is encoded as one string and copied into one buffer: a page a viewer catches up
+   * with (megabytes of log) is not made into a buffer per entry and then joined.
+   */
   entries(entries: readonly Entry[]): Buffer {
     const kept = batchFrames.get(entries);
     if (kept?.epoch === this.epoch) return kept.frame;
-    const frame = Buffer.concat(entries.map((entry) => this.entry(entry)));
+    let text = '';
+    for (const entry of entries) {
+      const one = entryFrames.get(entry);
+      text += one?.epoch === this.epoch ? one.frame.toString('utf8') : this.entryText(entry);
+    }
+    const frame = Buffer.from(text, 'utf8');
     batchFrames.set(entries, { epoch: this.epoch, frame });
     return frame;
+  }
+
+  private entryText(entry: Entry): string {
+    const id = formatStreamCursor(entry.seq, this.epoch);
+    return formatFrame({ id, event: entry.kind, data: entryJson(entry) });
   }
 
   cursor(seq: number): Buffer {

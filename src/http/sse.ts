@@ -46,7 +46,9 @@ export function formatFrame(frame: SseFrame): string {
     out += `retry: ${frame.retry}\n`;
   }
   if (frame.data !== undefined) {
-    for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+    // JSON never holds a raw line break: the scan is all a frame of it costs, not a split.
+    if (!LINE_BREAK.test(frame.data)) out += `data: ${frame.data}\n`;
+    else for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   }
   if (frame.id !== undefined) {
     const id = String(frame.id);
