@@ -786,9 +786,9 @@ describe('1,000 slow-body sockets from one client', () => {
       console.log(
         `429s answered ${Math.min(...answerMs).toFixed(0)}–${Math.max(...answerMs).toFixed(0)} ms after connecting`,
       );
-      // At once, without waiting for the request: a coarse bound, far below the 30 s the held
-      // requests are given.
-      expect(Math.max(...answerMs)).toBeLessThan(2000);
+      // At once, without waiting for the request: a coarse bound (a loaded machine takes a
+      // couple of seconds to accept 1000 sockets), far below the 30 s the held requests get.
+      expect(Math.max(...answerMs)).toBeLessThan(5000);
 
       // Meanwhile another client is served: health, an append, and reading it back.
       const other = { localAddress: OTHER_CLIENT };
