@@ -5,6 +5,7 @@ import { formatStreamCursor } from '../model/cursor.js';
 import { pipelineResource } from '../model/scopes.js';
 import { mayRead } from './auth.js';
 import type { Entry } from '../model/entry.js';
+import { RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
@@ -76,7 +77,9 @@ export class NativeEncoder implements FrameEncoder {
 
   private entryText(entry: Entry): string {
     const id = formatStreamCursor(entry.seq, this.epoch);
-    return formatFrame({ id, event: entry.kind, data: entryJson(entry) });
+    // Data kept as the producer's own JSON text may hold line breaks; JSON.stringify's has none.
+    const stringified = entry[RAW_DATA] === undefined;
+    return formatFrame({ id, event: entry.kind, data: entryJson(entry) }, stringified);
   }
 
   cursor(seq: number): Buffer {

@@ -32,8 +32,9 @@ export interface SseFrame {
  * gets the text back whatever its line endings were. The `id` comes last: a client that takes
  * an id as soon as it reads the line (@microsoft/fetch-event-source does), cut off inside the
  * frame, would otherwise resume after an entry it never got (docs/API.md, "Streaming").
+ * `dataIsStringified`: the data is JSON.stringify's output, which has no line break to split on.
  */
-export function formatFrame(frame: SseFrame): string {
+export function formatFrame(frame: SseFrame, dataIsStringified = false): string {
   let out = '';
   if (frame.event !== undefined) {
     if (LINE_BREAK.test(frame.event)) throw new Error('An SSE event must not contain CR or LF.');
@@ -46,8 +47,9 @@ export function formatFrame(frame: SseFrame): string {
     out += `retry: ${frame.retry}\n`;
   }
   if (frame.data !== undefined) {
-    // JSON never holds a raw line break: the scan is all a frame of it costs, not a split.
-    if (!LINE_BREAK.test(frame.data)) out += `data: ${frame.data}\n`;
+    // JSON.stringify never writes a raw line break (`dataIsStringified`: a frame of a
+    // megabyte of log text is not scanned for one); other data is split only if it has one.
+    if (dataIsStringified || !LINE_BREAK.test(frame.data)) out += `data: ${frame.data}\n`;
     else for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   }
   if (frame.id !== undefined) {

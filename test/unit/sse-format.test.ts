@@ -7,6 +7,7 @@ import { OpenMetadataEncoder } from '../../src/http/openmetadata.js';
 import { commentBytes, formatFrame, frameBytes } from '../../src/http/sse.js';
 import { ZenmlEncoder } from '../../src/http/zenml.js';
 import type { Entry } from '../../src/model/entry.js';
+import { RAW_DATA } from '../../src/model/entry.js';
 
 const text = (buffer: Buffer | null): string => {
   if (buffer === null) throw new Error('the encoder returned no bytes');
@@ -301,6 +302,44 @@ function parseInChunks(bytes: Buffer, nextSize: () => number): Parsed {
   parser.feed(decoder.decode());
   return parsed;
 }
+
+describe('native frames of data kept as the producer wrote it', () => {
+  // A producer's own JSON text is kept byte for byte, its line breaks included: those frames
+  // must still be split into data lines, while JSON.stringify's text goes out in one.
+  const pretty = '{\n  "rows": 3,\r\n  "table": "db.t"\n}';
+  const raw: Entry = {
+    seq: 7,
+    time: '2026-11-29T08:00:02.000Z',
+    kind: 'commit',
+    data: JSON.parse(pretty) as unknown,
+    [RAW_DATA]: pretty,
+  };
+  const plain: Entry = { ...progressEntry, seq: 8 };
+  const readBack = (bytes: Buffer) => {
+    const events: EventSourceMessage[] = [];
+    createParser({ onEvent: (event) => events.push(event) }).feed(bytes.toString('utf8'));
+    return events.map((event) => JSON.parse(event.data) as Entry);
+  };
+
+  it('splits an entry whose kept text has line breaks, alone or in a batch, and it parses back', () => {
+    const encoder = new NativeEncoder(2000);
+    encoder.open('0badcafe');
+    const one = text(encoder.entry(raw));
+    expect(one).not.toMatch(/\r/);
+    expect(one.match(/^data: /gm)).toHaveLength(4);
+    const batch = new NativeEncoder(2000);
+    batch.open('0badcafe');
+    const both = batch.entries([raw, plain]);
+    expect(readBack(both).map((entry) => entry.seq)).toEqual([7, 8]);
+    expect(readBack(both)[0]!.data).toEqual({ rows: 3, table: 'db.t' });
+  });
+
+  it('writes an entry of JSON.stringify text as one data line', () => {
+    const encoder = new NativeEncoder(2000);
+    encoder.open('0badcafe');
+    expect(text(encoder.entry(plain)).match(/^data: /gm)).toHaveLength(1);
+  });
+});
 
 describe('native frames read back by an SSE parser', () => {
   const epoch = '0badcafe';
