@@ -24,7 +24,12 @@ export class WalCheckpointer {
   private waiting: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private following: Promise<void> | undefined;
+  /** What the last checkpoint found in the WAL, and how many bytes had been committed when it began. */
   private walBytes = 0;
+  private committedAtReport = 0;
+  private committedAtBegin = 0;
+  /** Every byte committed since the store opened. */
+  private committedTotal = 0;
 
   /** `onFailure` is told once if the worker cannot run: the caller checkpoints as SQLite would. */
   constructor(path: string, onFailure: (error: Error) => void) {
@@ -36,6 +41,7 @@ export class WalCheckpointer {
     // Each checkpoint reports how much the WAL holds (frames × page size).
     this.worker.on('message', (walBytes: number) => {
       this.walBytes = walBytes;
+      this.committedAtReport = this.committedAtBegin;
       this.finished();
     });
     this.worker.on('error', (error) => {
@@ -50,6 +56,7 @@ export class WalCheckpointer {
   committed(bytes: number): void {
     this.commits += 1;
     this.bytes += bytes;
+    this.committedTotal += bytes;
     if (this.commits >= CHECKPOINT_COMMITS || this.bytes >= CHECKPOINT_BYTES) void this.run();
   }
 
@@ -58,9 +65,24 @@ export class WalCheckpointer {
     return !this.failed && this.commits > 0;
   }
 
-  /** Whether the WAL has grown so long that it must start over (see the class comment). */
+  /**
+   * Whether the WAL has grown so long that it must start over (see the class comment): what the
+   * last checkpoint found in it plus what was committed since that checkpoint began. A checkpoint
+   * takes a while to report, and a writer that keeps writing adds to the WAL meanwhile; without
+   * the second term the WAL would pass the bound by whatever lands while a checkpoint runs.
+   */
   get mustRestart(): boolean {
-    return !this.failed && this.walBytes > WAL_RESTART_BYTES;
+    const estimate = this.walBytes + (this.committedTotal - this.committedAtReport);
+    return !this.failed && estimate > WAL_RESTART_BYTES;
+  }
+
+  /**
+   * A checkpoint ran as a turn of the write queue, so the next write starts the WAL over. If a
+   * reader kept it from copying everything, the next checkpoint's report says so.
+   */
+  restarted(): void {
+    this.walBytes = 0;
+    this.committedAtReport = this.committedTotal;
   }
 
   /**
@@ -80,6 +102,7 @@ export class WalCheckpointer {
     }
     this.commits = 0;
     this.bytes = 0;
+    this.committedAtBegin = this.committedTotal;
     this.running = new Promise<void>((resolve) => {
       this.waiting = resolve;
       this.worker.postMessage('checkpoint');

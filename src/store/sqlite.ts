@@ -917,6 +917,7 @@ export class SqliteStore implements Store, LeaseStore {
     const checkpointer = this.checkpointer;
     this.queue = this.queue
       .then(() => checkpointer.run())
+      .then(() => checkpointer.restarted())
       .finally(() => {
         this.restartQueued = false;
       });
