@@ -1,4 +1,5 @@
 import type { Entry } from '../model/entry.js';
+import { LOG_KIND } from '../model/names.js';
 
 /** OR within one field, AND across fields; an empty field matches everything. */
 export interface EntryFilter {
@@ -7,6 +8,11 @@ export interface EntryFilter {
   correlationIds?: readonly string[] | undefined;
   /** A further condition of the endpoint's own (e.g. the runs feed's `?pipeline=`). */
   where?: ((entry: Entry) => boolean) | undefined;
+  /**
+   * Log entries up to and including this seq are left out: the viewer has their text already
+   * (`?logAfter=`, docs/API.md). Catching up reads the other entries by index, not the log.
+   */
+  logThroughSeq?: number | undefined;
 }
 
 export type EntryPredicate = (entry: Entry) => boolean;
@@ -16,8 +22,10 @@ export function compileFilter(filter: EntryFilter): EntryPredicate | undefined {
   const steps = nonEmptySet(filter.steps);
   const correlationIds = nonEmptySet(filter.correlationIds);
   const where = filter.where;
-  if (!kinds && !steps && !correlationIds && !where) return undefined;
+  const logThrough = filter.logThroughSeq;
+  if (!kinds && !steps && !correlationIds && !where && logThrough === undefined) return undefined;
   return (entry) =>
+    (logThrough === undefined || entry.kind !== LOG_KIND || entry.seq > logThrough) &&
     (!where || where(entry)) &&
     (!kinds || kinds.has(entry.kind)) &&
     (!steps || (entry.step !== undefined && steps.has(entry.step))) &&

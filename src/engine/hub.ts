@@ -11,7 +11,8 @@ import type { FrameEncoder, GapInfo } from './frames.js';
 import { PerKeyCount } from './per-key-count.js';
 import { EngineStats } from './stats.js';
 import type { ViewerSnapshot } from './stats.js';
-import { Subscription } from './subscription.js';
+import { READ_EVERYTHING, Subscription } from './subscription.js';
+import type { CatchUpReads } from './subscription.js';
 import { Tailer } from './tailer.js';
 import type { ViewerTransport } from './viewer-transport.js';
 
@@ -187,7 +188,7 @@ export class Hub {
         },
         now,
         { client, token },
-        request.filter?.kinds && request.filter.kinds.length > 0 ? request.filter.kinds : undefined,
+        catchUpReads(request.filter),
       );
       opened = true;
       subscription.open(now, epoch);
@@ -308,4 +309,11 @@ export class Hub {
     if (id.startsWith(SERVER_ID_PREFIX) && /^\d{1,15}$/.test(digits)) return Number(digits);
     return this.store.seqOfProducerId(key, id);
   }
+}
+
+/** What a viewer's catching up may leave unread, from its filter; the shared empty one if nothing. */
+function catchUpReads(filter: EntryFilter | undefined): CatchUpReads {
+  const kinds = filter?.kinds && filter.kinds.length > 0 ? filter.kinds : undefined;
+  const logThroughSeq = filter?.logThroughSeq;
+  return kinds || logThroughSeq !== undefined ? { kinds, logThroughSeq } : READ_EVERYTHING;
 }

@@ -25,6 +25,17 @@ export interface SubscriptionWatcher {
   subscriptionClosed(subscription: Subscription): void;
 }
 
+/** Shared by every viewer whose filter lets nothing be left unread (most of them). */
+export const READ_EVERYTHING: CatchUpReads = Object.freeze({});
+
+/** The part of a viewer's filter that lets catching up read less from the store. */
+export interface CatchUpReads {
+  /** The kinds its filter keeps, if it names some: catching up reads only those. */
+  readonly kinds?: readonly string[] | undefined;
+  /** Log entries up to this seq are filtered out: catching up to it reads the other entries. */
+  readonly logThroughSeq?: number | undefined;
+}
+
 /**
  * One viewer of one stream: its cursor, filter, encoder and socket. It writes frames and keeps
  * the counts the limits need; the Tailer decides what it is sent and when. It holds no closure
@@ -54,8 +65,8 @@ export class Subscription implements TransportListener {
     now: number,
     /** Who opened it: its address and token (the Hub counts each one's streams). */
     readonly owner: { client?: string | undefined; token?: string | undefined } = {},
-    /** The kinds its filter keeps, if it names some: catching up reads only those. */
-    readonly kinds?: readonly string[] | undefined,
+    /** What catching up may leave unread, from its filter (see CatchUpReads). */
+    readonly reads: CatchUpReads = READ_EVERYTHING,
   ) {
     this.cursor = cursor;
     this.openedAt = now;

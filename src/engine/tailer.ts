@@ -320,8 +320,9 @@ export class Tailer implements SubscriptionWatcher {
       }
       let page: Entry[];
       try {
-        if (subscription.kinds) {
-          await this.catchUpByKind(subscription);
+        const { kinds, logThroughSeq } = subscription.reads;
+        if (kinds || (logThroughSeq !== undefined && subscription.cursor < logThroughSeq)) {
+          await this.catchUpSparse(subscription, kinds, logThroughSeq);
           this.stats.catchUpReads += 1;
           failures = 0;
           continue;
@@ -358,12 +359,18 @@ export class Tailer implements SubscriptionWatcher {
   }
 
   /**
-   * One page for a viewer that keeps only some kinds: only entries of those kinds are read (by
-   * index), so catching up costs what it finds, not the length of the stream. A page that is
-   * not full holds every such entry up to `top`; a full one, those up to its last entry.
-   * Retention is checked first, as the entries read say nothing of what was deleted.
+   * One page for a viewer that leaves entries unread: one that keeps only some kinds reads only
+   * those (by index), and one that has the log's text up to `logThroughSeq` reads, up to there,
+   * every entry but log text (by index), so catching up costs what it finds, not the length of
+   * the stream (or of its log). A page that is not full holds every such entry up to `top` (or
+   * `logThroughSeq`); a full one, those up to its last entry. Retention is checked first, as the
+   * entries read say nothing of what was deleted.
    */
-  private async catchUpByKind(subscription: Subscription): Promise<void> {
+  private async catchUpSparse(
+    subscription: Subscription,
+    kinds: readonly string[] | undefined,
+    logThroughSeq: number | undefined,
+  ): Promise<void> {
     const { firstSeq } = await this.store.bounds(this.key);
     if (subscription.cursor < firstSeq - 1) {
       subscription.gap(
@@ -372,18 +379,24 @@ export class Tailer implements SubscriptionWatcher {
       );
       subscription.cursor = firstSeq - 1;
     }
-    const top = this.top;
+    // A viewer that names kinds reads by kind all the way; the log it skips is then a filter.
+    const bound =
+      kinds || logThroughSeq === undefined ? this.top : Math.min(logThroughSeq, this.top);
     const limit = this.settings.readBatchEntries;
-    const page = await this.store.readEntries(this.key, {
+    const read = await this.store.readEntries(this.key, {
       afterSeq: subscription.cursor,
       limit,
       maxBytes: this.settings.maxBytesPerTick,
-      kinds: subscription.kinds,
+      kinds,
+      withoutLog: !kinds,
     });
-    const bytes = page.reduce((sum, entry) => sum + payloadBytes(entry), 0);
-    const full = page.length >= limit || bytes >= this.settings.maxBytesPerTick;
+    const bytes = read.reduce((sum, entry) => sum + payloadBytes(entry), 0);
+    const full = read.length >= limit || bytes >= this.settings.maxBytesPerTick;
+    // Past the bound come log entries this viewer must be sent: they are read in full next.
+    const page = kinds ? read : read.filter((entry) => entry.seq <= bound);
     const last = page[page.length - 1]?.seq ?? 0;
-    subscription.deliverSparse(page, full ? last : Math.max(top, last), this.now());
+    const through = full && page.length === read.length ? last : Math.max(bound, last);
+    subscription.deliverSparse(page, through, this.now());
   }
 
   private goLive(subscription: Subscription, now: number): void {

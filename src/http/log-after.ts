@@ -1,4 +1,3 @@
-import type { EntryPredicate } from '../engine/filter.js';
 import type { StartPosition } from '../engine/hub.js';
 import { parseStreamCursor } from '../model/cursor.js';
 import type { StreamKey } from '../model/stream-key.js';
@@ -29,17 +28,17 @@ export const logAfterQuery = z.object({
 });
 
 /**
- * The filter `?logAfter=` asks for, or undefined. A cursor this store cannot place (of another
+ * The seq `?logAfter=` leaves log entries out up to (EntryFilter's `logThroughSeq`), or undefined. A cursor this store cannot place (of another
  * epoch, or past the stream's end: the store was replaced or restored since the text was read)
  * names another log's text, and so does any stream that starts over with `gap reset`: then the
  * whole log is sent, which is what a viewer that clears its view on the reset needs.
  */
-export async function logAfterFilter(
+export async function logAfterSeq(
   store: Store,
   key: StreamKey,
   query: Query,
   start: StartPosition,
-): Promise<EntryPredicate | undefined> {
+): Promise<number | undefined> {
   const cursor = queryValue(logAfterQuery, query, 'logAfter');
   if (cursor === undefined) return undefined;
   const { epoch, lastSeq } = await store.bounds(key);
@@ -49,6 +48,5 @@ export async function logAfterFilter(
   if (start.type === 'unplaceable' || (start.type === 'after' && !placeable(start))) {
     return undefined;
   }
-  const { seq } = cursor;
-  return (entry) => entry.kind !== 'log' || entry.seq > seq;
+  return cursor.seq;
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EndInfo, FrameEncoder, GapInfo } from '../engine/frames.js';
 import type { StartPosition } from '../engine/hub.js';
+import type { EntryFilter } from '../engine/filter.js';
 import { formatStreamCursor } from '../model/cursor.js';
 import { pipelineResource } from '../model/scopes.js';
 import { mayRead } from './auth.js';
@@ -24,7 +25,7 @@ import {
   topicParam,
 } from './params.js';
 import { entryJson } from './exact-json.js';
-import { logAfterFilter, logAfterQuery } from './log-after.js';
+import { logAfterSeq, logAfterQuery } from './log-after.js';
 import { errors } from './schemas/api.js';
 import { runPath, topicPath } from './schemas/paths.js';
 import { streamResponse } from './schemas/stream.js';
@@ -139,11 +140,11 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
     request: FastifyRequest,
     reply: FastifyReply,
     key: StreamKey,
-    where?: (entry: Entry) => boolean,
+    own: Pick<EntryFilter, 'where' | 'logThroughSeq'> = {},
   ): Promise<void> => {
     const query = request.query as Query;
     const start: StartPosition = parseStart(lastEventId(request.headers), query);
-    const filter = { ...parseFilter(query), where };
+    const filter = { ...parseFilter(query), ...own };
     await streamTo(
       deps.hub,
       reply,
@@ -169,7 +170,8 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
       const key = runKey(fqn, runId);
       const query = request.query as Query;
       const start = parseStart(lastEventId(request.headers), query);
-      await stream(request, reply, key, await logAfterFilter(deps.store, key, query, start));
+      const logThroughSeq = await logAfterSeq(deps.store, key, query, start);
+      await stream(request, reply, key, { logThroughSeq });
     },
   );
 
@@ -198,6 +200,6 @@ export async function nativeStreamRoutes(app: FastifyInstance, deps: AppDeps): P
       : request.tokenHolder
         ? readable
         : undefined;
-    await stream(request, reply, topicKey(RUNS_FEED_TOPIC), where);
+    await stream(request, reply, topicKey(RUNS_FEED_TOPIC), { where });
   });
 }

@@ -139,6 +139,15 @@ CREATE TABLE search_docs (
 CREATE INDEX search_docs_trigrams ON search_docs USING gin (text gin_trgm_ops);
 `,
   },
+  {
+    version: 4,
+    name: 'entries without log',
+    sql: `
+-- Every entry but log text, in stream order: a viewer that read the log as text (log.txt) gets
+-- the rest of a long run without the log's pages being read again.
+CREATE INDEX entries_without_log ON entries (stream_id, seq) WHERE log_offset IS NULL;
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

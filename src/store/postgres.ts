@@ -643,8 +643,11 @@ export class PostgresStore implements Store, LeaseStore {
     let source: string;
     let ctes = '';
     if (!options.kinds) {
+      // Without log text: the condition of the entries_without_log index, which the planner
+      // then reads in seq order.
+      const withoutLog = options.withoutLog ? 'AND log_offset IS NULL' : '';
       source = `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ${STREAM_ID} AND seq > $4
-        ORDER BY seq LIMIT $5`;
+        ${withoutLog} ORDER BY seq LIMIT $5`;
     } else {
       // One ordered branch per kind, each read by index: other kinds through the kind index,
       // log text through the offset index from the first log entry past the cursor.

@@ -61,6 +61,10 @@ CREATE INDEX IF NOT EXISTS entries_log_offset
 -- (above), so only the other entries are in this index: appending log text costs no more.
 CREATE INDEX IF NOT EXISTS entries_kind
   ON entries (stream_id, kind, seq) WHERE log_offset IS NULL;
+-- Every entry but log text, in stream order: a viewer that read the log as text (log.txt) gets
+-- the rest of a long run without the log's pages being read again.
+CREATE INDEX IF NOT EXISTS entries_without_log
+  ON entries (stream_id, seq) WHERE log_offset IS NULL;
 
 -- One row per pipeline, kept with its runs in the same transaction, so a listing is one
 -- indexed query per page and an id lookup is one probe.

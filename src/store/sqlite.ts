@@ -108,6 +108,9 @@ export const READ_SQL = {
   /** Entries of one kind other than log text, after a cursor. */
   kindAfter: `SELECT ${ENTRY_COLUMNS} FROM entries INDEXED BY entries_kind
     WHERE stream_id = ? AND kind = ? AND log_offset IS NULL AND seq > ? ORDER BY seq`,
+  /** Entries other than log text, after a cursor. */
+  withoutLogAfter: `SELECT ${ENTRY_COLUMNS} FROM entries INDEXED BY entries_without_log
+    WHERE stream_id = ? AND log_offset IS NULL AND seq > ? ORDER BY seq LIMIT ?`,
   /** Log entries from a byte offset on. */
   logFrom: `SELECT ${ENTRY_COLUMNS} FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset`,
@@ -156,6 +159,7 @@ function readStatements(db: Database.Database) {
     streamById: db.prepare<[number], StreamRow>(q.streamById),
     entryByProducerId: db.prepare<[number, string], EntryRow>(q.entryByProducerId),
     readEntries: db.prepare<[number, number, number], EntryRow>(q.readEntries),
+    withoutLogAfter: db.prepare<[number, number, number], EntryRow>(q.withoutLogAfter),
     firstLogAtOrAfter: db.prepare<[number, number], { seq: number; log_offset: number }>(
       q.firstLogAtOrAfter,
     ),
@@ -640,7 +644,9 @@ export class SqliteStore implements Store, LeaseStore {
     if (sid === undefined) return [];
     const rows = options.kinds
       ? mergeAscending(this.kindSources(sid, options.kinds, options.afterSeq))
-      : this.r.readEntries.iterate(sid, options.afterSeq, options.limit);
+      : options.withoutLog
+        ? this.r.withoutLogAfter.iterate(sid, options.afterSeq, options.limit)
+        : this.r.readEntries.iterate(sid, options.afterSeq, options.limit);
     const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     const out: Entry[] = [];
     let bytes = 0;

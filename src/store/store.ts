@@ -73,6 +73,11 @@ export interface ReadEntriesOptions {
    * index, so a kind that matches nothing costs nothing however long the stream is.
    */
   kinds?: readonly string[] | undefined;
+  /**
+   * Only entries that are not log text (ignored when `kinds` is given), by an index of their
+   * own: a viewer that already has a run's log as text reads its events without the log.
+   */
+  withoutLog?: boolean | undefined;
 }
 
 export interface LogChunk {

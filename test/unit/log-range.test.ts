@@ -183,6 +183,28 @@ describe('the stream after a log.txt read (?logAfter=)', () => {
     ]);
   });
 
+  test('reads from the store none of the log it leaves out, however long that log is', async () => {
+    for (let i = 0; i < 300; i += 1) await append(`line ${i}\n`);
+    await event('metric');
+    const read = await logTxt();
+    const cursor = String(read.headers['tailwater-log-cursor']);
+    await append('after\n');
+    const logsRead: string[] = [];
+    const readEntries = t.store.readEntries.bind(t.store);
+    t.store.readEntries = async (key, options) => {
+      const entries = await readEntries(key, options);
+      for (const entry of entries) if (entry.kind === 'log') logsRead.push(entry.text ?? '');
+      return entries;
+    };
+    const entries = await streamed(`logAfter=${encodeURIComponent(cursor)}`);
+    expect(entries.filter((entry) => entry.kind === 'log').map((entry) => entry.text)).toEqual([
+      'after\n',
+    ]);
+    expect(entries.map((entry) => entry.kind)).toContain('metric');
+    // The 300 lines the viewer had were never read for it: only what followed the cursor.
+    expect(logsRead).toEqual(['after\n']);
+  });
+
   test('a logAfter cursor of another store epoch is not trusted: the whole log comes', async () => {
     await append('one\n');
     const { seq } = await append('two\n');

@@ -154,6 +154,9 @@ describe('SqliteStore', () => {
       expect(planOf(READ_SQL.kindAfter)).toMatch(
         /USING INDEX entries_kind \(stream_id=\? AND kind=\? AND seq>\?\)/,
       );
+      expect(planOf(READ_SQL.withoutLogAfter)).toMatch(
+        /USING INDEX entries_without_log \(stream_id=\? AND seq>\?\)/,
+      );
       expect(planOf(READ_SQL.kindNewestFirst)).toMatch(/entries_kind \(stream_id=\? AND kind=\?\)/);
       expect(planOf(READ_SQL.listRunsByStatus)).toMatch(
         /runs_by_status \(pipeline=\? AND status=\? AND rowid<\?\)/,

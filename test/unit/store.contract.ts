@@ -6,7 +6,7 @@ import type { RunStatus } from '../../src/model/run.js';
 import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { canLease } from '../../src/store/lease.js';
-import type { Store } from '../../src/store/store.js';
+import type { ReadEntriesOptions, Store } from '../../src/store/store.js';
 import { RUNS_FEED_TOPIC } from '../../src/store/store.js';
 
 export interface StoreUnderTest {
@@ -599,6 +599,31 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect(await store.readEntries(key, { afterSeq: 0, limit: 5, kinds: ['none'] })).toEqual(
           [],
         );
+      });
+
+      it('reads every entry but log text when asked, in seq order, with limit and maxBytes', async () => {
+        const run = runKey('p', 'r');
+        await appendOne('p', 'r', 'line one\n');
+        await store.appendEvents(run, [event('status', 's1'), event('progress', 'p1')]);
+        await appendOne('p', 'r', 'line two\n');
+        await appendOne('p', 'r', 'line three\n');
+        await store.appendEvents(run, [event('status', 's2')]);
+        const seqKinds = (entries: Entry[]) => entries.map((entry) => [entry.seq, entry.kind]);
+        const events = seqKinds((await all(run)).filter((entry) => entry.kind !== 'log'));
+        expect(events.length).toBeGreaterThanOrEqual(3);
+        const read = (options: Partial<ReadEntriesOptions>) =>
+          store.readEntries(run, { afterSeq: 0, limit: 10, withoutLog: true, ...options });
+        expect(seqKinds(await read({}))).toEqual(events);
+        const [, second, third] = events;
+        expect(seqKinds(await read({ afterSeq: second![0] as number, limit: 1 }))).toEqual([third]);
+        expect(seqKinds(await read({ maxBytes: 1 }))).toEqual([events[0]]);
+        expect(await read({ afterSeq: events[events.length - 1]![0] as number })).toEqual([]);
+        // `kinds` wins: log text asked for by kind is read.
+        expect((await read({ kinds: ['log'] })).map((entry) => entry.text)).toEqual([
+          'line one\n',
+          'line two\n',
+          'line three\n',
+        ]);
       });
 
       it('returns at least one entry even when it alone exceeds maxBytes', async () => {
