@@ -13,7 +13,10 @@
  *   writes them to every viewer, then answers `{"first","last","seqs"}` like Tailwater. With
  *   BARE_WRITE=frame (the default) each frame is its own write, corked per socket so a batch
  *   leaves in one writev; with BARE_WRITE=batch a batch is concatenated once and written to
- *   each socket as one buffer.
+ *   each socket as one buffer; with BARE_WRITE=coalesce the frames of every request that lands
+ *   in one turn of the event loop are held until the next turn (setImmediate), concatenated
+ *   once and written to each socket as one buffer, then those requests are answered: what
+ *   Tailwater's reader does with appends that land together, with no store in between.
  *
  * Prints `bare sse=<port> control=<url>` once both listen.
  */
@@ -21,7 +24,9 @@ import http from 'node:http';
 import net from 'node:net';
 
 const MODE = process.env['BARE_SSE'] === 'http' ? 'http' : 'net';
-const BATCH = process.env['BARE_WRITE'] === 'batch';
+const WRITE = process.env['BARE_WRITE'] ?? 'frame';
+const BATCH = WRITE === 'batch';
+const COALESCE = WRITE === 'coalesce';
 
 const HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -89,7 +94,18 @@ interface Body {
   events: Array<{ kind: string; data: unknown }>;
 }
 
-function fanOut(body: Body): number[] {
+/** BARE_WRITE=coalesce: the frames and answers waiting for the next turn. */
+let held: { frames: Buffer[]; answers: Array<() => void> } | undefined;
+
+function flushHeld(): void {
+  const { frames, answers } = held!;
+  held = undefined;
+  const batch = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
+  for (const viewer of viewers) viewer.write(batch);
+  for (const answer of answers) answer();
+}
+
+function fanOut(body: Body, answer: (seqs: number[]) => void): void {
   const time = new Date().toISOString();
   const seqs: number[] = [];
   const frames: Buffer[] = [];
@@ -98,6 +114,15 @@ function fanOut(body: Body): number[] {
     seqs.push(seq);
     const entry = JSON.stringify({ seq, time, kind: event.kind, data: event.data });
     frames.push(Buffer.from(`id: ${seq}\nevent: ${event.kind}\ndata: ${entry}\n\n`));
+  }
+  if (COALESCE) {
+    if (!held) {
+      held = { frames: [], answers: [] };
+      setImmediate(flushHeld);
+    }
+    held.frames.push(...frames);
+    held.answers.push(() => answer(seqs));
+    return;
   }
   if (BATCH) {
     const batch = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
@@ -109,7 +134,7 @@ function fanOut(body: Body): number[] {
       viewer.uncork();
     }
   }
-  return seqs;
+  answer(seqs);
 }
 
 const control = http.createServer((req, res) => {
@@ -120,9 +145,10 @@ const control = http.createServer((req, res) => {
       res.writeHead(404).end();
       return;
     }
-    const seqs = fanOut(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body);
-    const answer = JSON.stringify({ first: seqs[0], last: seqs.at(-1), duplicates: 0, seqs });
-    res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+    fanOut(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body, (seqs) => {
+      const answer = JSON.stringify({ first: seqs[0], last: seqs.at(-1), duplicates: 0, seqs });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+    });
   });
 });
 

@@ -163,8 +163,11 @@ export interface BareProc extends Proc {
 export interface BareOptions {
   /** `net` (default): the bare node:net writer; `http`: the same on a plain node:http server. */
   sse?: 'net' | 'http';
-  /** `frame` (default): one write per frame, corked per batch; `batch`: one buffer per batch. */
-  write?: 'frame' | 'batch';
+  /**
+   * `frame` (default): one write per frame, corked per batch; `batch`: one buffer per batch;
+   * `coalesce`: one buffer per turn of the event loop, for every batch that landed in it.
+   */
+  write?: 'frame' | 'batch' | 'coalesce';
   nodeFlags?: string[];
 }
 

@@ -13,6 +13,8 @@ export class EngineStats {
   slowViewerDemotions = 0;
   /** Streams ended, by reason; `error` for streams ended by a failure. */
   readonly ends = new Map<EndReason | 'error', number>();
+  /** Told of each batch the shared reader of a stream fans out to its live viewers. */
+  onLiveDelivery: ((timing: LiveDeliveryTiming) => void) | undefined;
 
   countEnd(reason: EndReason | 'error'): void {
     this.ends.set(reason, (this.ends.get(reason) ?? 0) + 1);
@@ -26,4 +28,22 @@ export interface ViewerSnapshot {
   pagingViewers: number;
   pendingBytes: number;
   maxPendingBytes: number;
+}
+
+/**
+ * Where a batch of new entries spent its time between the store and the live viewers' sockets,
+ * in milliseconds (docs/BENCHMARKS.md, "Latency"). Measured for the oldest entry of the batch,
+ * the one that waited longest.
+ */
+export interface LiveDeliveryTiming {
+  /**
+   * From the entry's stored time (taken as the append numbered it, before its commit) to the
+   * shared read that found it: the commit, the bus, and the one turn the reader waits so that
+   * appends landing together are read and written together.
+   */
+  queuedMs: number;
+  /** The store read that brought the batch. */
+  readMs: number;
+  /** Encoding the batch and writing it to every live viewer's socket. */
+  writeMs: number;
 }

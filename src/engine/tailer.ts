@@ -219,6 +219,8 @@ export class Tailer implements SubscriptionWatcher {
     const slice = new TimeSlice(SLICE_MS);
     for (;;) {
       let entries: Entry[];
+      const readAt = Date.now();
+      const readStart = performance.now();
       try {
         entries = await this.store.readEntries(this.key, {
           afterSeq: this.top,
@@ -233,7 +235,7 @@ export class Tailer implements SubscriptionWatcher {
         return;
       }
       if (entries.length === 0 || this.retired) return;
-      tickBytes += this.accept(entries);
+      tickBytes += this.accept(entries, readAt, performance.now() - readStart);
       // A page cut by neither the count nor the byte budget held everything there was: asking
       // again would read an empty page (what was appended since rang the bus, and reads again).
       if (
@@ -249,8 +251,12 @@ export class Tailer implements SubscriptionWatcher {
     }
   }
 
-  /** Takes new entries into `top`, the buffer and the run state, and fans them out. */
-  private accept(entries: readonly Entry[]): number {
+  /**
+   * Takes new entries into `top`, the buffer and the run state, and fans them out; tells the
+   * stats where the batch's time went (read at `readAt`, in `readMs`).
+   */
+  private accept(entries: readonly Entry[], readAt: number, readMs: number): number {
+    const oldest = entries.find((entry) => entry.seq > this.top);
     let bytes = 0;
     for (const entry of entries) {
       if (entry.seq <= this.top) continue;
@@ -265,9 +271,17 @@ export class Tailer implements SubscriptionWatcher {
     const last = entries[entries.length - 1];
     if (last) this.lastEntryAt = Math.max(this.lastEntryAt, Date.parse(last.time));
     const now = this.now();
+    const writeStart = performance.now();
     for (const subscription of this.live) {
       subscription.deliver(entries, now);
       this.checkLimits(subscription, now);
+    }
+    if (oldest && this.live.size > 0) {
+      this.stats.onLiveDelivery?.({
+        queuedMs: Math.max(0, readAt - Date.parse(oldest.time)),
+        readMs,
+        writeMs: performance.now() - writeStart,
+      });
     }
     return bytes;
   }

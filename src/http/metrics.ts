@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PipelineStats, SearchIndexStatus } from '../store/store.js';
 import { z } from 'zod';
 import type { AppDeps } from './deps.js';
@@ -77,6 +77,18 @@ export async function metricsRoutes(
       this.inc({ outcome: 'rejected' }, otlpStats.rejected);
     },
   });
+  const delivery = new Histogram({
+    name: 'tailwater_live_delivery_seconds',
+    help: 'Where new entries spend their time from the store to the live viewers, per batch fanned out (its oldest entry): queued (stored → read: commit, bus, one coalescing turn), read (the store read), write (encoding and writing to every live viewer).',
+    labelNames: ['phase'],
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2],
+    registers: [registry],
+  });
+  hub.stats.onLiveDelivery = ({ queuedMs, readMs, writeMs }) => {
+    delivery.observe({ phase: 'queued' }, queuedMs / 1000);
+    delivery.observe({ phase: 'read' }, readMs / 1000);
+    delivery.observe({ phase: 'write' }, writeMs / 1000);
+  };
   gauge('tailwater_stream_connections', 'Open stream connections.', () => hub.activeConnections);
   gauge('tailwater_active_streams', 'Streams with at least one viewer.', () => hub.activeStreams);
   gauge(

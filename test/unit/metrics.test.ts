@@ -287,6 +287,28 @@ describe('read counters', () => {
     expect(before).toBe(t.hub.tailer(topicKey('prices'))!.sharedReads);
   });
 
+  it('time each batch fanned out to live viewers by phase, and none while no viewer is live', async () => {
+    const t = await start({ pollSeconds: 60 });
+    const count = (phase: string) => metric(t, 'tailwater_live_delivery_seconds_count', { phase });
+    await tick(t, 'prices', 1);
+    expect((await count('write')) ?? 0).toBe(0);
+    const viewer = await open(t, topicStreamPath('prices'));
+    await viewer.waitFor(hasSeq(1));
+    for (let i = 2; i <= 4; i += 1) {
+      await tick(t, 'prices', i);
+      await viewer.waitFor(hasSeq(i));
+    }
+    const text = await scrape(t);
+    // Each append was its own batch: three batches, each timed in all three phases.
+    for (const phase of ['queued', 'read', 'write']) {
+      expect(sample(text, 'tailwater_live_delivery_seconds_count', { phase }), phase).toBe(3);
+      const sum = sample(text, 'tailwater_live_delivery_seconds_sum', { phase })!;
+      expect(sum, phase).toBeGreaterThanOrEqual(0);
+      // Well under the seconds a stuck clock or a misread time would show.
+      expect(sum, phase).toBeLessThan(10);
+    }
+  });
+
   it('counts catch-up reads of a viewer paging from the store, and none for one served live', async () => {
     const t = await start({ replayBufferBytes: 0, readBatchEntries: 5 });
     for (let i = 1; i <= 20; i += 1) await tick(t, 'prices', i);
