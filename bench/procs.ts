@@ -9,6 +9,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClientCommand, ClientReply, OpenedReply } from './viewer-client.js';
+import { collectGarbage as collectChildGarbage, GC_ON_SIGNAL } from '../test/helpers/gc-signal.js';
+import type { MemoryUsage } from '../test/helpers/gc-signal.js';
+
+export { GC_ON_SIGNAL };
+export type { MemoryUsage };
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** BENCH_TAILWATER_BIN measures another build (say, a copy with a proposed change). */
@@ -16,13 +21,6 @@ const BIN =
   process.env['BENCH_TAILWATER_BIN'] ?? fileURLToPath(new URL('../bin/tailwater', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-sse-server.ts', import.meta.url));
 const CLIENT = fileURLToPath(new URL('./viewer-client.ts', import.meta.url));
-
-/** Node flags that make a server collect garbage and report its memory on SIGUSR2. */
-export const GC_ON_SIGNAL = [
-  '--expose-gc',
-  '--import',
-  new URL('../scripts/gc-signal.mjs', import.meta.url).href,
-];
 
 /**
  * Settings every streaming benchmark gives the server: caps out of the way (the per-client ones
@@ -231,38 +229,9 @@ export async function startViewerClient(): Promise<ViewerClient> {
   };
 }
 
-export interface MemoryUsage {
-  rss: number;
-  heapTotal: number;
-  heapUsed: number;
-  external: number;
-  arrayBuffers: number;
-}
-
 /** Asks a process started with GC_ON_SIGNAL to collect garbage; resolves with its memory. */
 export function collectGarbage(proc: Proc, timeoutMs = 10_000): Promise<MemoryUsage> {
-  const stdout = proc.child.stdout!;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /bench-gc (\{.*\})\n/.exec(out);
-      if (match) {
-        cleanup();
-        resolve(JSON.parse(match[1]!) as MemoryUsage);
-      }
-    };
-    const timer = setTimeout(() => {
-      cleanup();
-      reject(new Error(`no bench-gc answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const cleanup = () => {
-      clearTimeout(timer);
-      stdout.off('data', onData);
-    };
-    stdout.on('data', onData);
-    proc.child.kill('SIGUSR2');
-  });
+  return collectChildGarbage(proc.child, timeoutMs);
 }
 
 /** Resident set size of a process in KiB (VmRSS of /proc/<pid>/status). */

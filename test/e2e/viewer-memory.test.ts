@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putStatus, runPath } from '../helpers/api.js';
+import { collectGarbage as collectChildGarbage, GC_ON_SIGNAL } from '../helpers/gc-signal.js';
 import { startServerProcess } from '../helpers/server-process.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { sleep } from '../helpers/wait.js';
@@ -12,35 +13,13 @@ const VIEWERS = 10_000;
 const RUNS = 100;
 const PARALLEL = 250;
 const MiB = 1024 * 1024;
-const GC_SIGNAL = new URL('../../scripts/gc-signal.mjs', import.meta.url).href;
-
-interface MemoryUsage {
-  rss: number;
-  heapUsed: number;
-}
 
 let server: ServerProcess;
 let dataDir: string;
 let port: number;
 
 /** A full collection in the server (scripts/gc-signal.mjs), then its memory. */
-function collectGarbage(): Promise<MemoryUsage> {
-  const stdout = server.child.stdout!;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('no answer to SIGUSR2')), 10_000);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /bench-gc (\{.*\})\n/.exec(out);
-      if (!match) return;
-      clearTimeout(timer);
-      stdout.off('data', onData);
-      resolve(JSON.parse(match[1]!) as MemoryUsage);
-    };
-    stdout.on('data', onData);
-    server.child.kill('SIGUSR2');
-  });
-}
+const collectGarbage = () => collectChildGarbage(server.child);
 
 /** Polls /metrics until `name` reads `value`. */
 async function gaugeReaches(name: string, value: number, timeoutMs: number): Promise<void> {
@@ -101,7 +80,7 @@ async function closeViewers(sockets: net.Socket[]): Promise<void> {
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'tw-viewer-memory-'));
   server = await startServerProcess(['--data', dataDir], {
-    NODE_OPTIONS: `--expose-gc --import ${GC_SIGNAL}`,
+    NODE_OPTIONS: GC_ON_SIGNAL.join(' '),
     TAILWATER_MAX_ACTIVE_CONNECTIONS: '20000',
     TAILWATER_MAX_SUBSCRIBERS_PER_STREAM: '20000',
     TAILWATER_MAX_CONNECTIONS_PER_CLIENT: '20000',
