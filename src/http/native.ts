@@ -66,12 +66,22 @@ export class NativeEncoder implements FrameEncoder {
   entries(entries: readonly Entry[]): Buffer {
     const kept = batchFrames.get(entries);
     if (kept?.epoch === this.epoch) return kept.frame;
+    // Frames built as one string and copied once; an entry already encoded on its own (sent to
+    // a viewer one at a time) is joined as the bytes it has, not decoded back to text.
+    const parts: Buffer[] = [];
     let text = '';
     for (const entry of entries) {
       const one = entryFrames.get(entry);
-      text += one?.epoch === this.epoch ? one.frame.toString('utf8') : this.entryText(entry);
+      if (one?.epoch !== this.epoch) {
+        text += this.entryText(entry);
+        continue;
+      }
+      if (text !== '') parts.push(Buffer.from(text, 'utf8'));
+      text = '';
+      parts.push(one.frame);
     }
-    const frame = Buffer.from(text, 'utf8');
+    if (text !== '' || parts.length === 0) parts.push(Buffer.from(text, 'utf8'));
+    const frame = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
     batchFrames.set(entries, { epoch: this.epoch, frame });
     return frame;
   }

@@ -334,6 +334,25 @@ describe('native frames of data kept as the producer wrote it', () => {
     expect(readBack(both)[0]!.data).toEqual({ rows: 3, table: 'db.t' });
   });
 
+  it('joins a batch byte for byte the same whether or not some of its entries were sent alone first', () => {
+    const make = (seq: number): Entry => ({
+      ...progressEntry,
+      seq,
+      data: { pct: seq, note: 'é✓' },
+    });
+    const fresh = [make(1), make(2), make(3), make(4)];
+    const seen = [make(1), make(2), make(3), make(4)];
+    const encoder = new NativeEncoder(2000);
+    encoder.open('0badcafe');
+    const expected = encoder.entries(fresh);
+    // Entries 2 and 4 went to a viewer one at a time: their frames are kept, and reused.
+    encoder.entry(seen[1]!);
+    encoder.entry(seen[3]!);
+    const joined = encoder.entries(seen);
+    expect(joined.equals(expected)).toBe(true);
+    expect(readBack(joined).map((entry) => entry.seq)).toEqual([1, 2, 3, 4]);
+  });
+
   it('writes an entry of JSON.stringify text as one data line', () => {
     const encoder = new NativeEncoder(2000);
     encoder.open('0badcafe');
