@@ -166,11 +166,14 @@ export class Hub {
     try {
       await tailer.ready;
       await tailer.sync();
-      const { cursor, gap, epoch } = await this.resolveStart(
+      const { cursor, gap, epoch, storeLastSeq } = await this.resolveStart(
         tailer,
         request.start,
         request.filter?.kinds,
       );
+      // A bus across servers may ring after this viewer came for entries the store already
+      // holds: read them now, or a finished run would be ended for it without them.
+      if (storeLastSeq > tailer.top) await tailer.sync(storeLastSeq);
       if (this.closing) {
         throw new TailwaterError('TW_SHUTTING_DOWN', 'The server is shutting down.', RETRY_AFTER);
       }
@@ -246,7 +249,7 @@ export class Hub {
     tailer: Tailer,
     start: StartPosition,
     kinds: readonly string[] | undefined,
-  ): Promise<{ cursor: number; epoch: string; gap?: GapInfo }> {
+  ): Promise<{ cursor: number; epoch: string; gap?: GapInfo; storeLastSeq: number }> {
     // Where a cursor this dialect cannot place leads: the latest few entries, or the start.
     let fallbackTail: number | undefined;
     if (start.type === 'afterProducerId') {
@@ -260,10 +263,11 @@ export class Hub {
     }
     const bounds = await this.store.bounds(tailer.key);
     const { epoch } = bounds;
+    const storeLastSeq = bounds.lastSeq;
     const last = Math.max(bounds.lastSeq, tailer.top);
     // Whatever was stored before this viewer came, known to the reader yet or not: a bus that
     // rings across machines may not have told it of the newest entries.
-    if (start.type === 'latest') return { cursor: last, epoch };
+    if (start.type === 'latest') return { cursor: last, epoch, storeLastSeq };
     // The last N entries the viewer will see: counted among the kinds it asked for.
     const tail = async (count: number) => {
       if (count === 0) return last;
@@ -271,27 +275,28 @@ export class Hub {
       return nth === undefined ? bounds.firstSeq - 1 : nth - 1;
     };
     const reset = { reason: 'reset' } as const;
-    if (start.type === 'tail') return { cursor: await tail(start.count), epoch };
+    if (start.type === 'tail') return { cursor: await tail(start.count), epoch, storeLastSeq };
     if (start.type === 'unplaceable' && start.tail !== undefined) {
-      return { cursor: await tail(start.tail), epoch, gap: reset };
+      return { cursor: await tail(start.tail), epoch, storeLastSeq, gap: reset };
     }
     if (start.type === 'after' && start.seq > last && fallbackTail !== undefined) {
-      return { cursor: await tail(fallbackTail), epoch, gap: reset };
+      return { cursor: await tail(fallbackTail), epoch, storeLastSeq, gap: reset };
     }
     // A cursor handed out under another epoch numbers entries of a database that is gone (replaced
     // or restored from a backup): its seq may name a different entry here.
     const otherEpoch = start.type === 'after' && start.epoch !== undefined && start.epoch !== epoch;
     if (start.type === 'unplaceable' || otherEpoch || start.seq > last) {
-      return { cursor: bounds.firstSeq - 1, epoch, gap: reset };
+      return { cursor: bounds.firstSeq - 1, epoch, storeLastSeq, gap: reset };
     }
     if (start.seq < bounds.firstSeq - 1) {
       return {
         cursor: bounds.firstSeq - 1,
         epoch,
+        storeLastSeq,
         gap: { reason: 'retention', fromSeq: start.seq + 1, toSeq: bounds.firstSeq - 1 },
       };
     }
-    return { cursor: start.seq, epoch };
+    return { cursor: start.seq, epoch, storeLastSeq };
   }
 
   private async seqEndingAtLogOffset(key: StreamKey, offset: number): Promise<number | undefined> {

@@ -161,11 +161,12 @@ export class Tailer implements SubscriptionWatcher {
   }
 
   /**
-   * Brings `top` up to date with the store (after an idle spell nobody read), so a new viewer's
-   * start position and the end-of-stream rules see everything that was written.
+   * Brings `top` up to date with the store (after an idle spell nobody read, or up to
+   * `storeLastSeq` when the store is known to hold more than the bus has rung for), so a new
+   * viewer's start position and the end-of-stream rules see everything that was written.
    */
-  async sync(): Promise<void> {
-    if (this.stale) {
+  async sync(storeLastSeq = 0): Promise<void> {
+    if (this.stale || storeLastSeq > this.top) {
       this.stale = false;
       this.wake();
     }

@@ -651,6 +651,25 @@ describe('how a native stream ends', () => {
     expect(endOf(resumed.events)).toEqual({ reason: 'runFinished', status: 'success', lastSeq: 4 });
   });
 
+  it('a viewer resuming a finished run gets what the store holds though the bus has not rung for it yet', async () => {
+    // Another server's bus message can come after the viewer does (Redis delivers it when it
+    // will): a late flush written straight to the store, no bus (and a reader with no viewers does not poll).
+    const t = await start({ finishGraceSeconds: 0.2 });
+    await seedRun(t, 1);
+    await t.ingest.putRun(PIPELINE, RUN, { status: 'success' });
+    const epoch = await epochOf(t);
+    const first = await open(t, runPath());
+    await closedWithin(first);
+    await until(() => t.hub.tailer(KEY)?.viewerCount === 0, 'the first viewer to be gone');
+    const { seq } = await t.store.appendLog(PIPELINE, RUN, [{ text: 'late flush\n' }]);
+    expect(seq).toBe(4);
+    await sleep(300); // past finishGraceSeconds: the run looks finished and quiet to the reader
+    const resumed = await open(t, runPath(), { 'Last-Event-ID': '3' });
+    await closedWithin(resumed);
+    expect(resumed.events.map((e) => e.id ?? e.event)).toEqual([`4-${epoch}`, 'end']);
+    expect(endOf(resumed.events)).toEqual({ reason: 'runFinished', status: 'success', lastSeq: 4 });
+  });
+
   it('ends with idleTimeout when a running run writes nothing for maxIdleSeconds', async () => {
     const idle = 0.4;
     const t = await start({ maxIdleSeconds: idle });
