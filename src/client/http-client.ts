@@ -163,6 +163,22 @@ export class TailwaterClient {
     ).runs;
   }
 
+  /**
+   * One page of a pipeline's runs, newest first; `after` is the last page's `next`. `since` and
+   * `until` take an ISO-8601 time or a span back from now (`7d`), as the API does.
+   */
+  runsPage(pipeline: string, options: RunsPageOptions = {}): Promise<RunsPage> {
+    return this.request(
+      'GET',
+      `/api/v1/pipelines/${encodeURIComponent(pipeline)}/runs${queryOf(options)}`,
+    );
+  }
+
+  /** One page of pipelines by FQN; `name` is text the FQN holds, or a glob with `*`. */
+  pipelinesPage(options: PipelinesPageOptions = {}): Promise<PipelinesPage> {
+    return this.request('GET', `/api/v1/pipelines${queryOf(options)}`);
+  }
+
   /** One page of a search across every run (docs/SEARCH.md); `cursor` is the last page's `next`. */
   search(q: string, options: SearchOptions = {}): Promise<SearchPage> {
     const query = new URLSearchParams({ q });
@@ -240,4 +256,38 @@ export function errorFromResponse(response: Response, text: string): TailwaterCl
 export function describeFetchError(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
+}
+
+export interface RunsPageOptions {
+  status?: RunStatus | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: number | undefined;
+  after?: string | undefined;
+}
+
+export interface RunsPage {
+  runs: Run[];
+  next?: string;
+}
+
+export interface PipelinesPageOptions {
+  name?: string | undefined;
+  status?: RunStatus | undefined;
+  limit?: number | undefined;
+  after?: string | undefined;
+}
+
+export interface PipelinesPage {
+  pipelines: PipelineSummary[];
+  next?: string;
+}
+
+/** `?a=1&b=2` of the options given (none: ''). */
+function queryOf(options: object): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(options)) {
+    if (value !== undefined && value !== '') query.set(name, String(value));
+  }
+  return query.size > 0 ? `?${query}` : '';
 }

@@ -10,6 +10,10 @@ export type {
   AppendLogResult,
   ClientOptions,
   PipelineStats,
+  PipelinesPage,
+  PipelinesPageOptions,
+  RunsPage,
+  RunsPageOptions,
   SearchOptions,
   Target,
 } from './http-client.js';

@@ -4,6 +4,7 @@ import type { EntryFilter } from '../engine/filter.js';
 import { isStreamCursor, parseCursor, parseStreamCursor } from '../model/cursor.js';
 import { TailwaterError } from '../model/errors.js';
 import { validateFqn, validateLabel, validateRunId, validateTopic } from '../model/names.js';
+import { parseTimeSpec } from '../model/time-spec.js';
 import type { Run } from '../model/run.js';
 import type { PageRequest, Store } from '../store/store.js';
 import { z } from 'zod';
@@ -212,6 +213,36 @@ export function pageQuery(limit: { default: number; max: number }) {
     ),
     limit: intQuery('limit', { min: 1, ...limit }, 'Items per page.'),
   });
+}
+
+export const TIME_SPEC =
+  'An ISO-8601 time (`2026-11-30T08:00:00Z`) or a span back from now (`90s`, `30m`, `24h`, `7d`, `2w`).';
+
+/** A time bound, checked as `timeParam` checks it; its value is taken against the request's `now`. */
+export function timeQuery(name: string, description: string) {
+  return queryParam(
+    name,
+    (query) => {
+      timeParam(query, name, Date.now());
+      const raw = single(query, name);
+      return raw === '' ? undefined : raw;
+    },
+    { type: 'string', description },
+  );
+}
+
+/** A time as `parseTimeSpec` reads one (epoch ms), or undefined when not given. */
+export function timeParam(query: Query, name: string, now: number): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '') return undefined;
+  const time = parseTimeSpec(raw, now);
+  if (time === undefined) {
+    throw new TailwaterError(
+      'TW_BAD_QUERY',
+      `${name} must be an ISO-8601 time (2026-11-30T08:00:00Z) or a span back from now (30m, 24h, 7d) (was "${raw}").`,
+    );
+  }
+  return time;
 }
 
 /** The page a listing asks for, read from its `pageQuery`. */

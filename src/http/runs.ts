@@ -16,6 +16,10 @@ import {
   queryParam,
   queryValue,
   resolveRunId,
+  single,
+  TIME_SPEC,
+  timeParam,
+  timeQuery,
 } from './params.js';
 import {
   errors,
@@ -47,12 +51,9 @@ const putRunBody = z.object({
   }),
 });
 
-const pipelinesQuery = pageQuery({ default: 100, max: 1000 });
-const statsQuery = pageQuery({ default: 1000, max: 1000 });
-const topicsQuery = pageQuery({ default: 100, max: 1000 });
-const runsQuery = z.object({
-  ...pageQuery({ default: 50, max: 1000 }).shape,
-  status: queryParam(
+/** `?status=` of a listing: one run status, checked against the list of them. */
+function statusQuery(description: string) {
+  return queryParam(
     'status',
     (query) => {
       const statusParam = query['status'];
@@ -66,8 +67,40 @@ const runsQuery = z.object({
       }
       return parsed.data;
     },
-    { type: 'string', enum: RUN_STATUSES, description: 'Only runs with this status.' },
-  ),
+    { type: 'string', enum: RUN_STATUSES, description },
+  );
+}
+
+/**
+ * `?name=`: a glob over FQNs when it holds a `*` (`etl.*`), else text the FQN must contain
+ * (`daily`); case-sensitive, in NFC as names are stored.
+ */
+function nameGlob(query: Query): string | undefined {
+  const raw = single(query, 'name');
+  if (raw === undefined || raw === '') return undefined;
+  if (Buffer.byteLength(raw, 'utf8') > 256) {
+    throw new TailwaterError('TW_BAD_QUERY', 'name: 256 bytes at most.');
+  }
+  const name = raw.normalize('NFC');
+  return name.includes('*') ? name : `*${name}*`;
+}
+
+const pipelinesQuery = z.object({
+  ...pageQuery({ default: 100, max: 1000 }).shape,
+  name: queryParam('name', nameGlob, {
+    type: 'string',
+    description:
+      'Only pipelines whose FQN holds this text, or matches it as a glob when it has a `*` (`etl.*`: `*` is any run of characters). Case-sensitive.',
+  }),
+  status: statusQuery('Only pipelines whose newest run has this status.'),
+});
+const statsQuery = pageQuery({ default: 1000, max: 1000 });
+const topicsQuery = pageQuery({ default: 100, max: 1000 });
+const runsQuery = z.object({
+  ...pageQuery({ default: 50, max: 1000 }).shape,
+  status: statusQuery('Only runs with this status.'),
+  since: timeQuery('since', `Only runs created at or after this. ${TIME_SPEC}`),
+  until: timeQuery('until', `Only runs created before this. ${TIME_SPEC}`),
 });
 
 type RunParams = { fqn: string; runId: string };
@@ -170,8 +203,13 @@ export async function runRoutes(
     response: { 200: json('A page of pipelines, by FQN.', pipelineList), ...errors(400) },
   };
   app.get('/api/v1/pipelines', { schema: listPipelines }, async (request) => {
-    const page = pageParams(pipelinesQuery, request.query as Query);
-    const { items, next } = await store.listPipelines(page);
+    const query = request.query as Query;
+    const { items, next } = await store.listPipelines({
+      after: queryValue(pipelinesQuery, query, 'after'),
+      limit: queryValue(pipelinesQuery, query, 'limit'),
+      name: queryValue(pipelinesQuery, query, 'name'),
+      status: queryValue(pipelinesQuery, query, 'status'),
+    });
     // A token sees only what it may read; it must not learn the rest exists.
     const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.fqn)));
     return { pipelines, ...(next === undefined ? {} : { next }) };
@@ -221,7 +259,17 @@ export async function runRoutes(
       limit: queryValue(runsQuery, query, 'limit'),
     };
     const status = queryValue(runsQuery, query, 'status');
-    const { items, next } = await store.listRuns(fqn, { ...page, status });
+    // Both bounds are taken against one `now`, so `since=1h&until=30m` is exactly half an hour.
+    const now = Date.now();
+    const at = (name: 'since' | 'until') => timeParam(query, name, now);
+    queryValue(runsQuery, query, 'since');
+    queryValue(runsQuery, query, 'until');
+    const { items, next } = await store.listRuns(fqn, {
+      ...page,
+      status,
+      since: at('since'),
+      until: at('until'),
+    });
     return { runs: items, ...(next === undefined ? {} : { next }) };
   });
 }

@@ -5,18 +5,23 @@ import { RUN_STATUSES, isRunStatus } from '../model/run.js';
 import type { RunStatus } from '../model/run.js';
 import { pipelineResource } from '../model/scopes.js';
 import { planSearch } from '../model/search-query.js';
-import { parseTimeSpec } from '../model/time-spec.js';
 import type { SearchKind } from '../store/store.js';
 import { z } from 'zod';
 import { mayRead } from './auth.js';
 import type { AppDeps } from './deps.js';
-import { intQuery, parseList, queryParam, queryValue, single } from './params.js';
+import {
+  TIME_SPEC,
+  intQuery,
+  parseList,
+  queryParam,
+  queryValue,
+  single,
+  timeParam,
+  timeQuery,
+} from './params.js';
 import { errors, json, searchPage } from './schemas/api.js';
 
 type Query = Record<string, string | string[] | undefined>;
-
-const TIME_SPEC =
-  'An ISO-8601 time (`2026-11-30T08:00:00Z`) or a span back from now (`90s`, `30m`, `24h`, `7d`, `2w`).';
 
 /** The parameters of a search (docs/SEARCH.md), each checked as its turn comes. */
 const searchQuery = z.object({
@@ -137,30 +142,4 @@ function statusesParam(query: Query): RunStatus[] | undefined {
     );
   }
   return values as RunStatus[] | undefined;
-}
-
-/** A time bound, checked as `timeParam` checks it; its value is taken against the search's `now`. */
-function timeQuery(name: string, description: string) {
-  return queryParam(
-    name,
-    (query) => {
-      timeParam(query, name, Date.now());
-      const raw = single(query, name);
-      return raw === '' ? undefined : raw;
-    },
-    { type: 'string', description },
-  );
-}
-
-function timeParam(query: Query, name: string, now: number): number | undefined {
-  const raw = single(query, name);
-  if (raw === undefined || raw === '') return undefined;
-  const time = parseTimeSpec(raw, now);
-  if (time === undefined) {
-    throw new TailwaterError(
-      'TW_BAD_QUERY',
-      `${name} must be an ISO-8601 time (2026-11-30T08:00:00Z) or a span back from now (30m, 24h, 7d) (was "${raw}").`,
-    );
-  }
-  return time;
 }

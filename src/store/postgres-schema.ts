@@ -148,6 +148,14 @@ CREATE INDEX search_docs_trigrams ON search_docs USING gin (text gin_trgm_ops);
 CREATE INDEX entries_without_log ON entries (stream_id, seq) WHERE log_offset IS NULL;
 `,
   },
+  {
+    version: 5,
+    name: 'runs by pipeline and creation time',
+    sql: `
+-- A pipeline's runs created between two dates (listRuns with since/until), newest first.
+CREATE INDEX runs_by_pipeline_created ON runs (pipeline, created_at, position);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -38,12 +38,17 @@ import {
   runTransition,
   takePage,
   parsePosition,
+  pipelineNameFilter,
+  timeCursor,
+  timePageStart,
 } from './rules.js';
+import { globToLike } from './search-sql.js';
 import type {
   AppendEventsResult,
   AppendLogResult,
   IndexLimits,
   IndexResult,
+  ListPipelinesRequest,
   ListRunsRequest,
   LogChunk,
   LogChunkPosition,
@@ -179,13 +184,23 @@ const SQL = {
     JOIN streams s ON s.id = r.stream_id WHERE p.fqn = $1`,
   listRuns: pageOfRuns('r.pipeline = $1 AND r.position < $2', '$3', '$4'),
   listRunsByStatus: pageOfRuns('r.pipeline = $1 AND r.status = $5 AND r.position < $2', '$3', '$4'),
+  /** Runs created in [$5, …), below the (created_at, position) cursor ($6, $2), of status $7 if given. */
+  listRunsByTime: pageOfRuns(
+    `r.pipeline = $1 AND r.created_at >= $5 AND (r.created_at, r.position) < ($6, $2)
+      AND ($7::text IS NULL OR r.status = $7)`,
+    '$3',
+    '$4',
+    ['created_at', 'position'],
+  ),
   pipelines: `SELECT * FROM (
       SELECT page.*, coalesce(sum(octet_length(page.meta)) OVER (ORDER BY page.fqn
         ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS weight_before
       FROM (
         SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
         LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
-        WHERE p.fqn > $1 ORDER BY p.fqn LIMIT $2
+        WHERE p.fqn > $1 AND ($4::text IS NULL OR p.fqn LIKE $4)
+          AND ($5::text IS NULL OR r.status = $5)
+        ORDER BY p.fqn LIMIT $2
       ) page
     ) weighed WHERE weight_before < $3 ORDER BY fqn`,
   pipelineById: 'SELECT fqn FROM pipelines WHERE id = $1',
@@ -241,15 +256,22 @@ const SQL = {
  * A page of runs newest first, at most `limit` + 1 rows, and no more than rules.takePage can
  * look at (PAGE_BYTES_BOUND).
  */
-function pageOfRuns(where: string, limit: string, bound: string): string {
+function pageOfRuns(
+  where: string,
+  limit: string,
+  bound: string,
+  /** The columns a page is ordered by, each descending. */
+  order: readonly string[] = ['position'],
+): string {
+  const by = (table: string) => order.map((column) => `${table}${column} DESC`).join(', ');
   return `SELECT * FROM (
-      SELECT page.*, coalesce(sum(octet_length(page.meta)) OVER (ORDER BY page.position DESC
+      SELECT page.*, coalesce(sum(octet_length(page.meta)) OVER (ORDER BY ${by('page.')}
         ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS weight_before
       FROM (
         SELECT ${RUN_COLUMNS} FROM runs r JOIN streams s ON s.id = r.stream_id
-        WHERE ${where} ORDER BY r.position DESC LIMIT ${limit}
+        WHERE ${where} ORDER BY ${by('r.')} LIMIT ${limit}
       ) page
-    ) weighed WHERE weight_before < ${bound} ORDER BY position DESC`;
+    ) weighed WHERE weight_before < ${bound} ORDER BY ${by('')}`;
 }
 
 function named(name: keyof typeof SQL, values: unknown[]): QueryConfig {
@@ -376,10 +398,20 @@ export class PostgresStore implements Store, LeaseStore {
     return row && runFromRow(row);
   }
 
-  async listPipelines(page: PageRequest): Promise<Page<PipelineSummary>> {
+  async listPipelines(page: ListPipelinesRequest): Promise<Page<PipelineSummary>> {
     type Row = Partial<RunRow> & { fqn: string; pid: string; runs: number };
+    const name = pipelineNameFilter(page.name);
+    // No FQN holds a NUL (PostgreSQL's text cannot): a glob with one matches nothing.
+    if (name !== undefined && hasNul(name)) return { items: [] };
+    const like = name === undefined ? null : globToLike(name);
     const rows = await this.rows<Row>(
-      named('pipelines', [beforeNul(page.after ?? ''), page.limit + 1, PAGE_BYTES_BOUND]),
+      named('pipelines', [
+        beforeNul(page.after ?? ''),
+        page.limit + 1,
+        PAGE_BYTES_BOUND,
+        like,
+        page.status ?? null,
+      ]),
     );
     const { items, more } = takePage(rows.values(), page.limit, (row) => row.meta?.length ?? 0);
     return {
@@ -409,6 +441,8 @@ export class PostgresStore implements Store, LeaseStore {
   }
 
   async listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
+    if (page.since !== undefined || page.until !== undefined)
+      return this.runsByTime(pipeline, page);
     const before = page.after === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(page.after);
     if (hasNul(pipeline)) return { items: [] };
     const values: unknown[] = [pipeline, before, page.limit + 1, PAGE_BYTES_BOUND];
@@ -428,6 +462,29 @@ export class PostgresStore implements Store, LeaseStore {
    * status change (or a cancel request) it writes a `status` entry to the run stream and the
    * run, as it now is, to the runs feed.
    */
+  private async runsByTime(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
+    const start = timePageStart(page.after, page.until);
+    if (hasNul(pipeline)) return { items: [] };
+    const rows = await this.rows<RunRow>(
+      named('listRunsByTime', [
+        pipeline,
+        start.position,
+        page.limit + 1,
+        PAGE_BYTES_BOUND,
+        page.since ?? Number.MIN_SAFE_INTEGER,
+        start.createdAt,
+        page.status ?? null,
+      ]),
+    );
+    const { items, more } = takePage(rows.values(), page.limit, (row) => row.meta.length);
+    const last = items[items.length - 1];
+    const next =
+      more && last
+        ? timeCursor({ createdAt: Number(last.created_at), position: Number(last.position) })
+        : undefined;
+    return { items: items.map((row) => runFromRow(row)), next };
+  }
+
   private async upsertRun(
     tx: Transaction,
     pipeline: string,

@@ -307,6 +307,42 @@ export function parsePosition(cursor: string): number {
   return Number(cursor);
 }
 
+/** Where a page of runs ordered by creation time stopped: that run's time and position. */
+export interface TimePosition {
+  createdAt: number;
+  position: number;
+}
+
+/** The cursor of a page of runs bounded by time (`since`/`until`): `t<createdAt>.<position>`. */
+export function timeCursor(at: TimePosition): string {
+  return `t${at.createdAt}.${at.position}`;
+}
+
+export function parseTimePosition(cursor: string): TimePosition {
+  const match = /^t(\d{1,15})\.(\d{1,15})$/.exec(cursor);
+  if (!match) {
+    throw new TailwaterError(
+      'TW_BAD_CURSOR',
+      `The page cursor "${cursor}" is not one this server gave.`,
+    );
+  }
+  return { createdAt: Number(match[1]), position: Number(match[2]) };
+}
+
+/**
+ * The first key a page of runs bounded by time reads below: the cursor's, or (for the first
+ * page) just under `until`, since every position is above 0.
+ */
+export function timePageStart(after: string | undefined, until: number | undefined): TimePosition {
+  if (after !== undefined) return parseTimePosition(after);
+  return { createdAt: until ?? Number.MAX_SAFE_INTEGER, position: 0 };
+}
+
+/** A pipeline glob or name filter as the stores' listings take it; undefined when it is none. */
+export function pipelineNameFilter(name: string | undefined): string | undefined {
+  return name === undefined || name === '' || name === '*' ? undefined : name;
+}
+
 /**
  * Up to `limit` rows, stepping through them (never fetching more than it keeps), stopping early
  * once they weigh PAGE_META_BYTES; `more` says whether a row was left.

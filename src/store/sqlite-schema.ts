@@ -39,6 +39,8 @@ DROP INDEX IF EXISTS runs_newest;
 CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (pipeline);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (pipeline, status);
 CREATE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id);
+-- Runs of a pipeline by creation time, for listings bounded by date (since/until).
+CREATE INDEX IF NOT EXISTS runs_by_pipeline_created ON runs (pipeline, created_at);
 
 CREATE TABLE IF NOT EXISTS entries (
   stream_id      INTEGER NOT NULL,

@@ -13,12 +13,14 @@ import { WalCheckpointer } from './sqlite-checkpointer.js';
 import type { Lease, LeaseStore } from './lease.js';
 import { LocalLeases } from './lease.js';
 import { SCHEMA } from './sqlite-schema.js';
+import { globToSqliteGlob } from './search-sql.js';
 import { SEARCH_SCHEMA, SqliteSearch, addSearchColumn } from './sqlite-search.js';
 import type {
   AppendEventsResult,
   AppendLogResult,
   IndexLimits,
   IndexResult,
+  ListPipelinesRequest,
   ListRunsRequest,
   LogChunk,
   LogChunkPosition,
@@ -56,6 +58,9 @@ import {
   tombstoneBody,
   runTransition,
   parsePosition,
+  pipelineNameFilter,
+  timeCursor,
+  timePageStart,
 } from './rules.js';
 
 export interface SqliteStoreOptions {
@@ -137,9 +142,16 @@ export const READ_SQL = {
   listRunsByStatus: `SELECT ${RUN_COLUMNS} FROM runs r INDEXED BY runs_by_status
     JOIN streams s ON s.id = r.stream_id
     WHERE r.pipeline = ? AND r.status = ? AND r.rowid < ? ORDER BY r.rowid DESC LIMIT ?`,
+  /** Runs created in [since, until), newest first, below a (created_at, rowid) cursor. */
+  listRunsByTime: `SELECT ${RUN_COLUMNS} FROM runs r INDEXED BY runs_by_pipeline_created
+    JOIN streams s ON s.id = r.stream_id
+    WHERE r.pipeline = ? AND r.created_at >= ? AND (r.created_at, r.rowid) < (?, ?)
+      AND (? IS NULL OR r.status = ?)
+    ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?`,
   pipelines: `SELECT p.fqn, p.id AS pid, p.runs, ${RUN_COLUMNS} FROM pipelines p
     LEFT JOIN runs r ON r.id = p.last_run LEFT JOIN streams s ON s.id = r.stream_id
-    WHERE p.fqn > ? ORDER BY p.fqn LIMIT ?`,
+    WHERE p.fqn > ? AND (? IS NULL OR p.fqn GLOB ?) AND (? IS NULL OR r.status = ?)
+    ORDER BY p.fqn LIMIT ?`,
   pipelineById: 'SELECT fqn FROM pipelines WHERE id = ?',
   pipelineStats: `SELECT p.fqn AS pipeline, p.runs, (SELECT coalesce(sum(s.log_bytes), 0)
       FROM runs r INDEXED BY runs_by_pipeline JOIN streams s ON s.id = r.stream_id
@@ -179,8 +191,12 @@ function readStatements(db: Database.Database) {
     latestRun: db.prepare<[string], RunRow>(q.latestRun),
     listRuns: db.prepare<[string, number, number], RunRow>(q.listRuns),
     listRunsByStatus: db.prepare<[string, string, number, number], RunRow>(q.listRunsByStatus),
+    listRunsByTime: db.prepare<
+      [string, number, number, number, string | null, string | null, number],
+      RunRow
+    >(q.listRunsByTime),
     pipelines: db.prepare<
-      [string, number],
+      [string, string | null, string | null, string | null, string | null, number],
       Partial<RunRow> & { fqn: string; pid: string; runs: number }
     >(q.pipelines),
     pipelineById: db.prepare<[string], { fqn: string }>(q.pipelineById),
@@ -353,8 +369,18 @@ export class SqliteStore implements Store, LeaseStore {
     return row && runFromRow(row);
   }
 
-  async listPipelines(page: PageRequest): Promise<Page<PipelineSummary>> {
-    const rows = this.r.pipelines.iterate(page.after ?? '', page.limit + 1);
+  async listPipelines(page: ListPipelinesRequest): Promise<Page<PipelineSummary>> {
+    const name = pipelineNameFilter(page.name);
+    const glob = name === undefined ? null : globToSqliteGlob(name);
+    const status = page.status ?? null;
+    const rows = this.r.pipelines.iterate(
+      page.after ?? '',
+      glob,
+      glob,
+      status,
+      status,
+      page.limit + 1,
+    );
     const { items, more } = takePage(rows, page.limit, (row) => row.meta?.length ?? 0);
     return {
       items: items.map((row) => ({
@@ -379,6 +405,8 @@ export class SqliteStore implements Store, LeaseStore {
   }
 
   async listRuns(pipeline: string, page: ListRunsRequest): Promise<Page<Run>> {
+    if (page.since !== undefined || page.until !== undefined)
+      return this.runsByTime(pipeline, page);
     const before = page.after === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(page.after);
     const rows = page.status
       ? this.r.listRunsByStatus.iterate(pipeline, page.status, before, page.limit + 1)
@@ -386,6 +414,27 @@ export class SqliteStore implements Store, LeaseStore {
     const { items, more } = takePage(rows, page.limit, (row) => row.meta.length);
     const last = items[items.length - 1];
     return { items: items.map(runFromRow), next: more && last ? String(last.position) : undefined };
+  }
+
+  private runsByTime(pipeline: string, page: ListRunsRequest): Page<Run> {
+    const start = timePageStart(page.after, page.until);
+    const status = page.status ?? null;
+    const rows = this.r.listRunsByTime.iterate(
+      pipeline,
+      page.since ?? Number.MIN_SAFE_INTEGER,
+      start.createdAt,
+      start.position,
+      status,
+      status,
+      page.limit + 1,
+    );
+    const { items, more } = takePage(rows, page.limit, (row) => row.meta.length);
+    const last = items[items.length - 1];
+    const next =
+      more && last
+        ? timeCursor({ createdAt: last.created_at, position: last.position })
+        : undefined;
+    return { items: items.map(runFromRow), next };
   }
 
   /**

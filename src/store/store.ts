@@ -60,6 +60,20 @@ export interface PageRequest {
 
 export interface ListRunsRequest extends PageRequest {
   status?: RunStatus | undefined;
+  /**
+   * Only runs created at or after this time (epoch ms), and before `until`. With either bound the
+   * page is ordered by creation time (newest first), walked by an index on it, and its cursor is
+   * of another form than an unbounded listing's.
+   */
+  since?: number | undefined;
+  until?: number | undefined;
+}
+
+export interface ListPipelinesRequest extends PageRequest {
+  /** Only pipelines whose FQN this glob matches (`*` any run of characters), case-sensitive. */
+  name?: string | undefined;
+  /** Only pipelines whose newest run has this status. */
+  status?: RunStatus | undefined;
 }
 
 export interface ReadEntriesOptions {
@@ -222,7 +236,7 @@ export interface Store {
    * it holds carry a few megabytes of `meta`, so an answer stays small whatever is stored.
    * Malformed cursors are TW_BAD_CURSOR.
    */
-  listPipelines(page: PageRequest): Promise<Page<PipelineSummary>>;
+  listPipelines(page: ListPipelinesRequest): Promise<Page<PipelineSummary>>;
   /** Runs and log bytes per pipeline, by FQN, a page at a time (one indexed query per page). */
   pipelineStats(page: PageRequest): Promise<Page<PipelineStats>>;
   /** The FQN of the pipeline whose id (`PipelineSummary.id`) this is. */

@@ -1,5 +1,5 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import type { Run } from '../../src/model/run.js';
 import { runKey, topicKey } from '../../src/model/stream-key.js';
@@ -244,6 +244,70 @@ describe('runs', () => {
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ error: { code: 'TW_BAD_CURSOR' } });
+  });
+
+  test('listing pipelines by ?name (text it holds, or a glob) and ?status of the newest run', async () => {
+    await putRun('r1', { status: 'failed' }, 'etl.daily');
+    await putRun('r2', { status: 'success' }, 'etl.daily');
+    await putRun('r1', { status: 'failed' }, 'etl.hourly');
+    await putRun('r1', { status: 'running' }, 'ml.daily_train');
+    const fqns = async (query: string) =>
+      (
+        await ok<{ pipelines: { fqn: string }[] }>({
+          method: 'GET',
+          url: `/api/v1/pipelines?${query}`,
+        })
+      ).pipelines.map((p) => p.fqn);
+    expect(await fqns('name=daily')).toEqual(['etl.daily', 'ml.daily_train']);
+    expect(await fqns('name=etl.*')).toEqual(['etl.daily', 'etl.hourly']);
+    expect(await fqns('name=*.daily')).toEqual(['etl.daily']);
+    expect(await fqns('name=DAILY')).toEqual([]);
+    expect(await fqns('status=failed')).toEqual(['etl.hourly']);
+    expect(await fqns('name=daily&status=running')).toEqual(['ml.daily_train']);
+    expect(await fqns('name=&limit=1&after=etl.daily')).toEqual(['etl.hourly']);
+    for (const query of ['status=bogus', `name=${'x'.repeat(257)}`]) {
+      const bad = await t.app.inject({ method: 'GET', url: `/api/v1/pipelines?${query}` });
+      expect(bad.statusCode, query).toBe(400);
+      expect(bad.json(), query).toMatchObject({ error: { code: 'TW_BAD_QUERY' } });
+    }
+  });
+
+  test('listing runs by ?since and ?until (ISO times or spans back from now), paged', async () => {
+    const day = 86_400_000;
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now');
+    try {
+      for (let i = 0; i < 5; i += 1) {
+        clock.mockReturnValue(now - (5 - i) * day); // r0 five days ago … r4 one day ago
+        await putRun(`r${i}`, { status: 'success' });
+      }
+    } finally {
+      clock.mockRestore();
+    }
+    const all = async (query: string) => {
+      const ids: string[] = [];
+      let after = '';
+      for (;;) {
+        const page = await ok<{ runs: Run[]; next?: string }>({
+          method: 'GET',
+          url: `/api/v1/pipelines/${FQN}/runs?limit=2${query}${after}`,
+        });
+        ids.push(...page.runs.map((run) => run.runId));
+        if (page.next === undefined) return ids;
+        after = `&after=${encodeURIComponent(page.next)}`;
+      }
+    };
+    const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
+    expect(await all(`&since=${iso(now - 3 * day)}`)).toEqual(['r4', 'r3', 'r2']);
+    expect(await all(`&until=${iso(now - 3 * day)}`)).toEqual(['r1', 'r0']);
+    expect(await all('&since=108h&until=36h')).toEqual(['r3', 'r2', 'r1']);
+    expect(await all('&since=1h')).toEqual([]);
+    const bad = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/pipelines/${FQN}/runs?since=yesterday`,
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ error: { code: 'TW_BAD_QUERY' } });
   });
 
   test('a page of runs stops early once its runs carry megabytes of meta, and says where to go on', async () => {

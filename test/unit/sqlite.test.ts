@@ -161,6 +161,10 @@ describe('SqliteStore', () => {
       expect(planOf(READ_SQL.listRunsByStatus)).toMatch(
         /runs_by_status \(pipeline=\? AND status=\? AND rowid<\?\)/,
       );
+      // A listing bounded by date walks the pipeline's runs by creation time, from its cursor.
+      expect(planOf(READ_SQL.listRunsByTime)).toMatch(
+        /runs_by_pipeline_created \(pipeline=\? AND created_at>\? AND created_at<\?\)/,
+      );
     } finally {
       db.close();
     }

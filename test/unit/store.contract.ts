@@ -1480,6 +1480,80 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect(new Set(all.map((run) => run.runId)).size).toBe(120);
       });
 
+      it('filters pipelines by a glob over the FQN and by the status of their newest run', async () => {
+        await store.putRun('etl.daily', 'r1', { status: 'failed' });
+        await store.putRun('etl.daily', 'r2', { status: 'success' });
+        await store.putRun('etl.hourly', 'r1', { status: 'failed' });
+        await store.putRun('ml.train', 'r1', { status: 'running' });
+        await store.putRun('ETL.upper', 'r1', { status: 'success' });
+        await store.putRun('a%b_c', 'r1', { status: 'success' });
+        const fqns = async (filter: { name?: string; status?: RunStatus }) =>
+          (await everyPage((page) => store.listPipelines({ ...page, ...filter }), 1)).map(
+            (pipeline) => pipeline.fqn,
+          );
+        expect(await fqns({ name: 'etl.*' })).toEqual(['etl.daily', 'etl.hourly']);
+        expect(await fqns({ name: '*.daily' })).toEqual(['etl.daily']);
+        expect(await fqns({ name: '*a*' })).toEqual(['a%b_c', 'etl.daily', 'ml.train']);
+        expect(await fqns({ name: '*ETL*' })).toEqual(['ETL.upper']);
+        // LIKE's and GLOB's other specials stand for themselves.
+        expect(await fqns({ name: '*%*' })).toEqual(['a%b_c']);
+        expect(await fqns({ name: '*_*' })).toEqual(['a%b_c']);
+        expect(await fqns({ name: 'etl.?aily' })).toEqual([]);
+        // The newest run's status, not any run's: etl.daily failed once, then succeeded.
+        expect(await fqns({ status: 'failed' })).toEqual(['etl.hourly']);
+        expect(await fqns({ name: 'etl.*', status: 'success' })).toEqual(['etl.daily']);
+        expect(await fqns({ name: 'nothing*' })).toEqual([]);
+      });
+
+      it('lists the runs created between two times, newest first, a page at a time', async () => {
+        const base = Date.UTC(2026, 10, 1);
+        const hour = 3_600_000;
+        const clock = vi.spyOn(Date, 'now');
+        try {
+          for (let i = 0; i < 10; i += 1) {
+            clock.mockReturnValue(base + i * hour);
+            await store.putRun('p', `r${i}`, { status: i % 3 === 0 ? 'failed' : 'success' });
+          }
+          clock.mockReturnValue(base + 3 * hour); // a run created with the same time as r3
+          await store.putRun('p', 'r3b', { status: 'success' });
+          await store.putRun('other', 'x', { status: 'success' });
+        } finally {
+          clock.mockRestore();
+        }
+        const ids = async (filter: { since?: number; until?: number; status?: RunStatus }) => {
+          const pages: string[][] = [];
+          let after: string | undefined;
+          do {
+            const page = await store.listRuns('p', { limit: 2, after, ...filter });
+            pages.push(page.items.map((run) => run.runId));
+            after = page.next;
+          } while (after !== undefined);
+          return pages;
+        };
+        // since inclusive, until exclusive; runs of one time newest (last created) first.
+        expect(await ids({ since: base + 2 * hour, until: base + 6 * hour })).toEqual([
+          ['r5', 'r4'],
+          ['r3b', 'r3'],
+          ['r2'],
+        ]);
+        expect(await ids({ since: base + 8 * hour })).toEqual([['r9', 'r8']]);
+        expect(await ids({ until: base + hour })).toEqual([['r0']]);
+        expect(await ids({ since: base, status: 'failed' })).toEqual([
+          ['r9', 'r6'],
+          ['r3', 'r0'],
+        ]);
+        expect(await ids({ since: base + 20 * hour })).toEqual([[]]);
+        // A cursor of an unbounded listing is not one of a bounded listing, and the other way.
+        const unbounded = await store.listRuns('p', { limit: 2 });
+        await expect(
+          store.listRuns('p', { limit: 2, after: unbounded.next, since: base }),
+        ).rejects.toMatchObject({ code: 'TW_BAD_CURSOR' });
+        const bounded = await store.listRuns('p', { limit: 2, since: base });
+        await expect(store.listRuns('p', { limit: 2, after: bounded.next })).rejects.toMatchObject({
+          code: 'TW_BAD_CURSOR',
+        });
+      });
+
       it('pages topics by name', async () => {
         for (const topic of ['t3', 't1', 't2'])
           await store.appendEvents(topicKey(topic), [event('k', 1)]);
