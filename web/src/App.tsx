@@ -14,6 +14,7 @@ import type { SearchFn } from './search/SearchPage.js';
 import { messageOf, serverSession, statusOf } from './session.js';
 import type { SessionApi, SessionInfo } from './session.js';
 import type { TailFn } from './stream.js';
+import { ThemeToggle } from './theme/ThemeToggle.js';
 
 export type Route =
   | { view: 'runs' }
@@ -302,6 +303,7 @@ export function App({
               }
             />
           )}
+          <ThemeToggle />
           {session.phase === 'signedIn' ? (
             <div className="session">
               <span data-testid="signed-in-as">
