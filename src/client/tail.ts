@@ -48,6 +48,12 @@ export interface TailOptions extends ClientOptions {
   from?: 'start' | 'latest' | undefined;
   /** Start with the last N entries. */
   tail?: number | undefined;
+  /**
+   * The runs feed only: just these pipelines' runs (`?pipeline=`). The server splits the
+   * parameter at commas, so an FQN that holds one cannot be named here: filter such a pipeline's
+   * entries yourself.
+   */
+  pipelines?: readonly string[] | undefined;
   kinds?: readonly string[] | undefined;
   steps?: readonly string[] | undefined;
   correlationIds?: readonly string[] | undefined;
@@ -137,6 +143,7 @@ export async function* tail(options: TailOptions): AsyncGenerator<TailEvent, voi
     ] as const) {
       if (values && values.length > 0) url.searchParams.set(name, values.join(','));
     }
+    for (const pipeline of options.pipelines ?? []) url.searchParams.append('pipeline', pipeline);
     if (logAfter !== undefined) url.searchParams.set('logAfter', logAfter);
     const headers = client.headers({ accept: 'text/event-stream' });
     if (cursor !== undefined) headers['last-event-id'] = cursor;

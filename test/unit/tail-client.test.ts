@@ -153,6 +153,35 @@ describe('tail()', () => {
     expect(JSON.parse(commit.json)).toEqual(commit.entry);
   });
 
+  it('follows the runs feed of only the pipelines named', async () => {
+    t = await createTestApp(FAST);
+    const url = await t.listen();
+    const client = new TailwaterClient({ server: url });
+    await client.setStatus('feed.other', 'o1', 'running');
+    await client.setStatus('feed.a', 'r1', 'running');
+    await client.setStatus('feed.c', 'c1', 'running');
+    const controller = new AbortController();
+    const events: TailEvent[] = [];
+    const done = collect(
+      tail({
+        server: url,
+        target: 'runs',
+        tail: 10,
+        pipelines: ['feed.a', 'feed.c'],
+        signal: controller.signal,
+      }),
+      events,
+      () => {
+        if (entriesOf(events).length === 2) controller.abort();
+      },
+    ).catch(() => events);
+    await done;
+    const pipelines = entriesOf(events).map(
+      (entry) => (entry.data as { pipeline: string }).pipeline,
+    );
+    expect(pipelines).toEqual(['feed.a', 'feed.c']);
+  });
+
   it('surfaces a reset gap (cursor past the end) and follows the stream from its start to end', async () => {
     t = await createTestApp(FAST);
     const url = await t.listen();
