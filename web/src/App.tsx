@@ -2,6 +2,8 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { MouseEvent } from 'react';
 import { AuthProvider, SignInDialog, SignInPage } from './auth.js';
 import type { Auth, SignInReason } from './auth.js';
+import { PipelinePage } from './pipeline/PipelinePage.js';
+import type { ListRunsPage } from './pipeline/PipelinePage.js';
 import { RunsList } from './RunsList.js';
 import { LatestRun } from './run/LatestRun.js';
 import type { ResolveRun } from './run/LatestRun.js';
@@ -18,6 +20,7 @@ import { ThemeToggle } from './theme/ThemeToggle.js';
 
 export type Route =
   | { view: 'runs' }
+  | { view: 'pipeline'; pipeline: string }
   | { view: 'run'; pipeline: string; runId: string }
   | { view: 'topic'; topic: string }
   | { view: 'search' }
@@ -62,6 +65,9 @@ export function parseRoute(pathname: string): Route {
   if (segments.length === 4 && first === 'pipelines' && third === 'runs' && second && fourth) {
     return { view: 'run', pipeline: second, runId: fourth };
   }
+  if (segments.length === 2 && first === 'pipelines' && second) {
+    return { view: 'pipeline', pipeline: second };
+  }
   if (segments.length === 2 && first === 'topics' && second)
     return { view: 'topic', topic: second };
   if (segments.length === 1 && first === 'search') return { view: 'search' };
@@ -76,6 +82,8 @@ function titleOf(route: Route, search: string): string {
     }
     case 'runs':
       return 'Runs';
+    case 'pipeline':
+      return `Pipeline ${route.pipeline}`;
     case 'run':
       return `${route.pipeline} / ${route.runId}`;
     case 'topic':
@@ -124,6 +132,7 @@ export function App({
   resolveRun,
   session: sessionApi,
   search: searchFn,
+  listRunsPage,
 }: {
   /** The address the app opens at: a path under /ui/, with its query and fragment if any. */
   pathname: string;
@@ -133,6 +142,8 @@ export function App({
   session?: SessionApi;
   /** The search API (default: the server that served the page). */
   search?: SearchFn;
+  /** A pipeline's runs a page at a time (default: the server that served the page). */
+  listRunsPage?: ListRunsPage;
 }) {
   const [place, setPlace] = useState<Place>(() => placeOf(initialPath));
   // Bumped by every move (a link, Back, a new fragment): the run view goes to `#L…` again.
@@ -241,6 +252,14 @@ export function App({
   const views = (
     <>
       {route.view === 'runs' ? <RunsList {...(tail ? { tail } : {})} /> : null}
+      {route.view === 'pipeline' ? (
+        <PipelinePage
+          key={route.pipeline}
+          pipeline={route.pipeline}
+          {...(tail ? { tail } : {})}
+          {...(listRunsPage ? { listRunsPage } : {})}
+        />
+      ) : null}
       {route.view === 'run' && route.runId === 'latest' ? (
         <LatestRun
           key={`${route.pipeline}/latest`}

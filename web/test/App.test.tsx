@@ -26,6 +26,14 @@ describe('dashboard routes', () => {
       pipeline: 'a/b',
       runId: 'r 1',
     });
+    expect(parseRoute('/ui/pipelines/etl%2Fdaily%20job')).toEqual({
+      view: 'pipeline',
+      pipeline: 'etl/daily job',
+    });
+    expect(parseRoute('/ui/pipelines/etl.daily/')).toEqual({
+      view: 'pipeline',
+      pipeline: 'etl.daily',
+    });
     expect(parseRoute('/ui/topics/iceberg')).toEqual({ view: 'topic', topic: 'iceberg' });
     expect(parseRoute('/ui/nothing/here')).toEqual({ view: 'notFound', path: '/ui/nothing/here' });
     expect(parseRoute('/ui/topics/%E0%A4%A')).toMatchObject({ view: 'notFound' });

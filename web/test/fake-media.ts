@@ -10,7 +10,6 @@ export interface FakeColorScheme {
 export function fakeColorScheme(dark: boolean): FakeColorScheme {
   let matches = dark;
   const listeners = new Set<(event: MediaQueryListEvent) => void>();
-  const had = Object.prototype.hasOwnProperty.call(window, 'matchMedia');
   const original = window.matchMedia;
   window.matchMedia = (query: string) =>
     ({
@@ -29,8 +28,7 @@ export function fakeColorScheme(dark: boolean): FakeColorScheme {
       for (const listener of [...listeners]) listener({ matches: next } as MediaQueryListEvent);
     },
     restore() {
-      if (had) window.matchMedia = original;
-      else delete (window as { matchMedia?: unknown }).matchMedia;
+      window.matchMedia = original;
     },
   };
 }

@@ -28,6 +28,38 @@ if (typeof HTMLElement.prototype.scrollTo !== 'function') {
   } as HTMLElement['scrollTo'];
 }
 
+// jsdom draws nothing: a 2D context and Path2D whose calls do nothing let uPlot (the pipeline
+// page's chart) run its whole drawing, path builders included, so a test reads what it drew.
+const doNothing = new Proxy(
+  {},
+  { get: (_target, name) => (name === 'measureText' ? () => ({ width: 0 }) : () => undefined) },
+);
+HTMLCanvasElement.prototype.getContext = function getContext(this: HTMLCanvasElement) {
+  return new Proxy(
+    { canvas: this },
+    {
+      get: (target, name) =>
+        name in target ? target[name as 'canvas'] : Reflect.get(doNothing, name),
+      set: () => true,
+    },
+  );
+} as unknown as HTMLCanvasElement['getContext'];
+class NoPath2D {}
+Object.setPrototypeOf(NoPath2D.prototype, doNothing);
+(globalThis as { Path2D?: unknown }).Path2D ??= NoPath2D;
+
+// uPlot watches the pixel ratio with matchMedia, which jsdom lacks; tests of the system theme
+// put their own in place (fake-media.ts).
+if (typeof window.matchMedia !== 'function') {
+  window.matchMedia = (query: string) =>
+    ({
+      media: query,
+      matches: false,
+      addEventListener: () => undefined,
+      removeEventListener: () => undefined,
+    }) as unknown as MediaQueryList;
+}
+
 afterEach(() => {
   cleanup();
 });

@@ -70,3 +70,15 @@ export function useTheme(): {
   };
   return { choice, theme, choose };
 }
+
+/** The `data-theme` of <html> as it changes: for what cannot use var(--…), such as a canvas. */
+export function useDocumentTheme(): string | undefined {
+  const [theme, setTheme] = useState(() => document.documentElement.dataset['theme']);
+  useEffect(() => {
+    const root = document.documentElement;
+    const observer = new MutationObserver(() => setTheme(root.dataset['theme']));
+    observer.observe(root, { attributes: true, attributeFilter: ['data-theme'] });
+    return () => observer.disconnect();
+  }, []);
+  return theme;
+}

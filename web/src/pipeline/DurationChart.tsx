@@ -1,0 +1,144 @@
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { formatDuration } from '../format.js';
+import { useDocumentTheme } from '../theme/theme.js';
+import { statusColor, themeColor } from './chart-colors.js';
+import type { DurationData } from './chart-data.js';
+
+const HEIGHT = 220;
+
+function shortTime(iso: string): string {
+  const date = new Date(iso);
+  return date.toLocaleString(undefined, {
+    month: 'numeric',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
+}
+
+/**
+ * A uPlot bar chart of run durations, a bar per run, coloured by status. After each draw the
+ * host says what was drawn (`data-bars`: how many bars; `data-bar-statuses`: each bar's status,
+ * left to right), counted from the bars uPlot's path builder reports drawing (its `each`), so a
+ * test reads what is on the canvas, not what was handed in.
+ */
+export function DurationChart({ data, label }: { data: DurationData; label: string }) {
+  const host = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const theme = useDocumentTheme();
+  const statuses = data.series.map((series) => series.status).join(',');
+  const latest = useRef(data);
+
+  // A new plot when the series (statuses) or the theme change; otherwise new data is set on it.
+  useEffect(() => {
+    const element = host.current;
+    if (!element) return;
+    const drawn = new Map<number, string>();
+    const current = () => latest.current;
+    const seriesStatuses = statuses === '' ? [] : statuses.split(',');
+    const bars = uPlot.paths.bars!({
+      size: [0.7, 48],
+      each: (_u, seriesIdx, dataIdx) => {
+        drawn.set(dataIdx, seriesStatuses[seriesIdx - 1] ?? '');
+      },
+    });
+    const axis = themeColor('--chart-axis', '#4a5260');
+    const grid = themeColor('--chart-grid', '#d5dae1');
+    const options: uPlot.Options = {
+      width: Math.max(element.clientWidth, 200),
+      height: HEIGHT,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: false, distr: 2 }, y: { range: (_u, _min, max) => [0, max || 1] } },
+      axes: [
+        {
+          stroke: axis,
+          grid: { show: false },
+          values: (_u, splits) =>
+            splits.map((i) => {
+              const run = current().runs[Math.round(i)];
+              return run ? shortTime(run.createdAt) : '';
+            }),
+        },
+        {
+          stroke: axis,
+          grid: { stroke: grid },
+          size: 70,
+          values: (_u, splits) => splits.map((s) => formatDuration(s * 1000)),
+        },
+      ],
+      series: [
+        {},
+        ...seriesStatuses.map((status) => ({
+          label: status,
+          fill: statusColor(status as Parameters<typeof statusColor>[0]),
+          stroke: statusColor(status as Parameters<typeof statusColor>[0]),
+          paths: bars,
+          points: { show: false },
+        })),
+      ],
+      hooks: {
+        drawClear: [() => drawn.clear()],
+        draw: [
+          () => {
+            const order = [...drawn.keys()].sort((a, b) => a - b);
+            element.dataset['bars'] = String(order.length);
+            element.dataset['barStatuses'] = order.map((i) => drawn.get(i)).join(' ');
+          },
+        ],
+      },
+    };
+    const chart = new uPlot(options, toAligned(current()), element);
+    plot.current = chart;
+    const resize =
+      typeof ResizeObserver === 'function'
+        ? new ResizeObserver(() =>
+            chart.setSize({ width: Math.max(element.clientWidth, 200), height: HEIGHT }),
+          )
+        : null;
+    resize?.observe(element);
+    return () => {
+      resize?.disconnect();
+      chart.destroy();
+      plot.current = null;
+    };
+  }, [statuses, theme]);
+
+  useEffect(() => {
+    latest.current = data;
+    plot.current?.setData(toAligned(data));
+  }, [data]);
+
+  return (
+    <figure className="duration-chart">
+      <div
+        ref={host}
+        className="duration-chart-plot"
+        role="img"
+        aria-label={label}
+        data-testid="duration-chart"
+      />
+      <figcaption>
+        <ul className="chart-legend" aria-label="Colours">
+          {data.series.map((series) => (
+            <li key={series.status}>
+              <span
+                className="chart-swatch"
+                style={{ background: statusColor(series.status) }}
+                aria-hidden="true"
+              />
+              {series.status}
+            </li>
+          ))}
+        </ul>
+      </figcaption>
+    </figure>
+  );
+}
+
+/** uPlot's columns: the x values (run index, oldest first), then one column per series. */
+function toAligned(data: DurationData): uPlot.AlignedData {
+  return [data.runs.map((_run, i) => i), ...data.series.map((series) => series.values)];
+}

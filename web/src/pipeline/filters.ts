@@ -1,0 +1,43 @@
+import { RUN_STATUSES } from '../../../src/model/run.js';
+import type { RunStatus } from '../../../src/model/run.js';
+import type { Run } from '../../../src/model/run.js';
+
+/** The pipeline page's filters: a status, and days (`YYYY-MM-DD`, local) from and to, inclusive. */
+export interface RunFilters {
+  status: RunStatus | '';
+  from: string;
+  to: string;
+}
+
+export const NO_FILTERS: RunFilters = { status: '', from: '', to: '' };
+
+export function isStatus(value: string): value is RunStatus {
+  return (RUN_STATUSES as readonly string[]).includes(value);
+}
+
+/** Local midnight of a `YYYY-MM-DD` day, `days` later, as epoch ms; null when not a day. */
+function dayStart(day: string, days = 0): number | null {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day);
+  if (!match) return null;
+  return new Date(Number(match[1]), Number(match[2]) - 1, Number(match[3]) + days).getTime();
+}
+
+/** The API's `since`/`until` (ISO times) for the days chosen: `to` takes in its whole day. */
+export function timeBounds(filters: RunFilters): { since?: string; until?: string } {
+  const since = dayStart(filters.from);
+  const until = dayStart(filters.to, 1);
+  return {
+    ...(since === null ? {} : { since: new Date(since).toISOString() }),
+    ...(until === null ? {} : { until: new Date(until).toISOString() }),
+  };
+}
+
+/** Whether a run the feed tells of belongs in the listing these filters ask for. */
+export function matchesFilters(run: Run, filters: RunFilters): boolean {
+  if (filters.status !== '' && run.status !== filters.status) return false;
+  const { since, until } = timeBounds(filters);
+  const created = Date.parse(run.createdAt);
+  if (since !== undefined && created < Date.parse(since)) return false;
+  if (until !== undefined && created >= Date.parse(until)) return false;
+  return true;
+}
