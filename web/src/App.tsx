@@ -5,6 +5,7 @@ import type { Auth, SignInReason } from './auth.js';
 import { PipelinePage } from './pipeline/PipelinePage.js';
 import type { ListRunsPage } from './pipeline/PipelinePage.js';
 import { RunsList } from './RunsList.js';
+import type { ListPipelines } from './RunsList.js';
 import { LatestRun } from './run/LatestRun.js';
 import type { ResolveRun } from './run/LatestRun.js';
 import { RunView } from './run/RunView.js';
@@ -133,6 +134,7 @@ export function App({
   session: sessionApi,
   search: searchFn,
   listRunsPage,
+  listPipelines,
 }: {
   /** The address the app opens at: a path under /ui/, with its query and fragment if any. */
   pathname: string;
@@ -144,6 +146,8 @@ export function App({
   search?: SearchFn;
   /** A pipeline's runs a page at a time (default: the server that served the page). */
   listRunsPage?: ListRunsPage;
+  /** Pipelines a page at a time (default: the server that served the page). */
+  listPipelines?: ListPipelines;
 }) {
   const [place, setPlace] = useState<Place>(() => placeOf(initialPath));
   // Bumped by every move (a link, Back, a new fragment): the run view goes to `#L…` again.
@@ -251,7 +255,9 @@ export function App({
 
   const views = (
     <>
-      {route.view === 'runs' ? <RunsList {...(tail ? { tail } : {})} /> : null}
+      {route.view === 'runs' ? (
+        <RunsList {...(tail ? { tail } : {})} {...(listPipelines ? { listPipelines } : {})} />
+      ) : null}
       {route.view === 'pipeline' ? (
         <PipelinePage
           key={route.pipeline}

@@ -11,6 +11,8 @@ export interface ListingPage<T> {
 export interface PagedListing<T> {
   /** The page's items; null until the first answer. */
   items: T[] | null;
+  /** A page was asked for and has not come yet (`items` are the page before's). */
+  loading: boolean;
   error: string | null;
   /** 403: what the server said. */
   forbidden: string | null;
@@ -78,13 +80,20 @@ export function usePagedListing<T>(
   }, [of, cursor]);
 
   const reload = useCallback(() => setState((s) => ({ ...s, loads: s.loads + 1 })), []);
+  const update = useCallback(
+    (change: (items: T[]) => T[]) =>
+      setAnswer((a) => (a?.page ? { ...a, page: { ...a.page, items: change(a.page.items) } } : a)),
+    [],
+  );
   const waiting = answer?.of === of && (answer.forbidden !== null || answer.error !== null);
   useRetryAfterSignIn(waiting, reload);
 
   const shown = answer?.of === of ? answer : null;
   const page = shown?.page ?? null;
   return {
-    items: page?.items ?? null,
+    // While another page is asked for, the last one stays in view rather than blinking out.
+    items: page?.items ?? (shown ? null : (answer?.page?.items ?? null)),
+    loading: shown === null,
     error: shown?.error ?? null,
     forbidden: shown?.forbidden ?? null,
     page: current.cursors.length,
@@ -95,8 +104,7 @@ export function usePagedListing<T>(
     },
     previous: () =>
       setState((s) => (s.cursors.length > 1 ? { ...s, cursors: s.cursors.slice(0, -1) } : s)),
-    update: (change) =>
-      setAnswer((a) => (a?.page ? { ...a, page: { ...a.page, items: change(a.page.items) } } : a)),
+    update,
     reload,
   };
 }

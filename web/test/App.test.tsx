@@ -1,5 +1,6 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { Run } from '../../src/model/run.js';
 import { App, parseRoute } from '../src/App.js';
 import { fakeServer } from './fake-server.js';
 import type { FakeServer } from './fake-server.js';
@@ -82,10 +83,7 @@ describe('dashboard routes', () => {
   test('links change the view without a reload, and Back returns to the last one', async () => {
     window.history.replaceState(null, '', '/ui/');
     const fake = fakeTail();
-    render(<App pathname="/ui/" tail={fake.tail} />);
-    await screen.findByRole('heading', { name: 'Pipelines and runs' });
-    expect(document.title).toBe('Runs · Tailwater');
-    const run = {
+    const run: Run = {
       id: 'u1',
       pipeline: 'etl.daily',
       runId: 'r7',
@@ -98,7 +96,11 @@ describe('dashboard routes', () => {
       logBytes: 0,
       meta: {},
     };
-    act(() => fake.entry({ kind: 'status', data: run }));
+    const listPipelines = () =>
+      Promise.resolve({ pipelines: [{ fqn: 'etl.daily', id: 'p1', runs: 1, lastRun: run }] });
+    render(<App pathname="/ui/" tail={fake.tail} listPipelines={listPipelines} />);
+    await screen.findByRole('heading', { name: 'Pipelines and runs' });
+    expect(document.title).toBe('Runs · Tailwater');
     const link = await screen.findByRole('link', { name: 'r7' });
 
     // A plain click routes inside the app: the address changes, the run view opens.

@@ -396,29 +396,55 @@ describe('what asks for a sign-in', () => {
     const asked: SignInReason[] = [];
     const fake = fakeTail();
     const listRunning = () => Promise.reject(new TailwaterClientError('expired', 401));
+    const running = {
+      id: 'u1',
+      pipeline: 'etl.daily',
+      runId: 'r1',
+      status: 'running' as const,
+      cancelRequested: false,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      endedAt: null,
+      lastSeq: 1,
+      logBytes: 0,
+      meta: {},
+    };
+    const listPipelines = () =>
+      Promise.resolve({ pipelines: [{ fqn: 'etl.daily', id: 'p', runs: 1, lastRun: running }] });
     render(
       <AuthProvider value={{ signInNeeded: (reason) => asked.push(reason), signIns: 0 }}>
-        <RunsList tail={fake.tail} listRunning={listRunning} refreshMs={20} />
+        <RunsList
+          tail={fake.tail}
+          listRunning={listRunning}
+          listPipelines={listPipelines}
+          refreshMs={20}
+        />
       </AuthProvider>,
     );
-    act(() =>
-      fake.entry({
-        kind: 'status',
-        data: {
-          id: 'u1',
-          pipeline: 'etl.daily',
-          runId: 'r1',
-          status: 'running',
-          cancelRequested: false,
-          createdAt: '2026-01-01T00:00:00.000Z',
-          startedAt: '2026-01-01T00:00:00.000Z',
-          endedAt: null,
-          lastSeq: 1,
-          logBytes: 0,
-          meta: {},
-        },
-      }),
-    );
     await waitFor(() => expect(asked[0]).toBe('unauthenticated'));
+  });
+
+  test('the pipelines listing refused with 401 asks for a sign-in, and is asked again after it', async () => {
+    const asked: SignInReason[] = [];
+    const fake = fakeTail();
+    let refuse = true;
+    let calls = 0;
+    const listPipelines = () => {
+      calls += 1;
+      return refuse
+        ? Promise.reject(new TailwaterClientError('expired', 401))
+        : Promise.resolve({ pipelines: [{ fqn: 'etl.after', id: 'p', runs: 0, lastRun: null }] });
+    };
+    const view = (signIns: number) => (
+      <AuthProvider value={{ signInNeeded: (reason) => asked.push(reason), signIns }}>
+        <RunsList tail={fake.tail} listPipelines={listPipelines} />
+      </AuthProvider>
+    );
+    const { rerender } = render(view(0));
+    await waitFor(() => expect(asked).toEqual(['unauthenticated']));
+    refuse = false;
+    rerender(view(1));
+    expect(await screen.findByRole('link', { name: 'etl.after' })).toBeTruthy();
+    expect(calls).toBe(2);
   });
 });

@@ -1,9 +1,10 @@
-import { cleanup, render, screen, waitFor, within } from '@testing-library/react';
+import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { TailwaterClient } from '../../src/client/http-client.js';
 import { tail } from '../../src/client/tail.js';
 import { createTestApp } from '../../test/helpers/app.js';
 import type { TestApp } from '../../test/helpers/app.js';
+import { PipelinePage } from '../src/pipeline/PipelinePage.js';
 import { RunsList } from '../src/RunsList.js';
 import { RunView } from '../src/run/RunView.js';
 import { TopicView } from '../src/TopicView.js';
@@ -46,21 +47,56 @@ describe('the dashboard against a live server', () => {
     );
   });
 
-  test('the runs list follows the runs feed', async () => {
+  test('the runs list lists the pipelines and follows the runs feed', async () => {
     await client.setStatus('ingest.daily', 'r1', 'running');
     const listRunning = (pipeline: string) => client.listRuns(pipeline, { status: 'running' });
-    render(<RunsList tail={liveTail} listRunning={listRunning} refreshMs={50} />);
-    const table = await screen.findByRole('table', { name: 'Runs of ingest.daily' });
+    render(
+      <RunsList
+        tail={liveTail}
+        listRunning={listRunning}
+        listPipelines={(options) => client.pipelinesPage(options)}
+        refreshMs={50}
+      />,
+    );
+    const table = await screen.findByRole('table', { name: 'Pipelines' });
     expect(within(table).getByRole('link', { name: 'r1' })).toBeTruthy();
     await client.setStatus('export.hourly', 'x1', 'running');
-    expect(await screen.findByRole('table', { name: 'Runs of export.hourly' })).toBeTruthy();
+    expect(await within(table).findByRole('link', { name: 'export.hourly' })).toBeTruthy();
     // The log grows without a status change: the size follows.
     await client.appendLog('ingest.daily', 'r1', 'x'.repeat(3000));
     const cells = within(table)
       .getByRole('link', { name: 'r1' })
       .closest('tr')!
       .querySelectorAll('td');
-    await waitFor(() => expect(cells[3]?.textContent).toBe('2.9 KiB'));
+    await waitFor(() => expect(cells[5]?.textContent).toBe('2.9 KiB'));
+    // The name filter is the server's.
+    fireEvent.change(screen.getByRole('searchbox', { name: 'Pipeline' }), {
+      target: { value: 'export' },
+    });
+    await waitFor(() => expect(within(table).queryByRole('link', { name: 'r1' })).toBeNull());
+    expect(within(table).getByRole('link', { name: 'export.hourly' })).toBeTruthy();
+  });
+
+  test('the pipeline page lists its runs from the server and follows the running one', async () => {
+    for (const id of ['a1', 'a2']) await client.setStatus('etl.page', id, 'success');
+    await client.setStatus('etl.page', 'a3', 'running');
+    render(
+      <PipelinePage
+        pipeline="etl.page"
+        tail={liveTail}
+        listRunsPage={(pipeline, options) => client.runsPage(pipeline, options)}
+      />,
+    );
+    const table = await screen.findByRole('table', { name: 'Runs of etl.page' });
+    expect(
+      within(table)
+        .getAllByRole('rowheader')
+        .map((cell) => cell.textContent),
+    ).toEqual(['a3', 'a2', 'a1']);
+    await waitFor(() => expect(screen.getByTestId('duration-chart').dataset['bars']).toBe('3'));
+    await client.setStatus('etl.page', 'a3', 'failed');
+    const row = within(table).getByRole('link', { name: 'a3' }).closest('tr')!;
+    await waitFor(() => expect(within(row).getByText('failed')).toBeTruthy());
   });
 
   test('the Iceberg view shows the topic, newest first', async () => {
