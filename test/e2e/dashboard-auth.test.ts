@@ -148,7 +148,10 @@ describe('signing in to the dashboard in Chromium', () => {
 
     // A good one: the runs list, and who is signed in.
     await signIn(page, viewer, page);
-    await page.getByRole('table', { name: `Runs of ${PIPELINE}` }).waitFor();
+    await page
+      .getByRole('table', { name: 'Pipelines' })
+      .getByRole('link', { name: PIPELINE, exact: true })
+      .waitFor();
     await page.getByRole('link', { name: 'r1' }).waitFor();
     await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     expect(await page.getByTestId('signed-in-as').textContent()).toBe('Signed in as viewer');
@@ -197,8 +200,11 @@ describe('signing in to the dashboard in Chromium', () => {
       .getByRole('navigation', { name: 'Main' })
       .getByRole('link', { name: 'Runs' })
       .click();
-    await page.getByRole('table', { name: `Runs of ${PIPELINE}` }).waitFor();
-    expect(await page.getByRole('table', { name: `Runs of ${SECRET_PIPELINE}` }).count()).toBe(0);
+    const pipelines = page.getByRole('table', { name: 'Pipelines' });
+    await pipelines.getByRole('link', { name: PIPELINE, exact: true }).waitFor();
+    expect(await pipelines.getByRole('link', { name: SECRET_PIPELINE, exact: true }).count()).toBe(
+      0,
+    );
   });
 
   it('when the token expires mid-stream, asks again over the run view and resumes the log without duplicates or gaps', async () => {

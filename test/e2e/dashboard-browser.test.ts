@@ -113,8 +113,8 @@ describe('the dashboard in Chromium', () => {
     await putStatus(server!, RUN, 'running');
     await postLog(server!, RUN, lines(1, 200));
     await page.goto(`${server!.url}/ui/`);
-    const table = page.getByRole('table', { name: `Runs of ${PIPELINE}` });
-    await table.waitFor();
+    const table = page.getByRole('table', { name: 'Pipelines' });
+    await table.getByRole('link', { name: PIPELINE, exact: true }).waitFor();
     await table.getByRole('link', { name: RUN_ID }).waitFor();
     await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     await screenshot(page, 'dashboard-runs-list.png');
@@ -238,7 +238,14 @@ describe('the dashboard in Chromium', () => {
     ]);
     expect(events.status).toBe(200);
     const views: [string, () => Promise<void>][] = [
-      ['/ui/', () => page.getByRole('table', { name: `Runs of ${PIPELINE}` }).waitFor()],
+      [
+        '/ui/',
+        () =>
+          page
+            .getByRole('table', { name: 'Pipelines' })
+            .getByRole('link', { name: PIPELINE, exact: true })
+            .waitFor(),
+      ],
       [
         `/ui/pipelines/${PIPELINE}/runs/a11y`,
         async () => {

@@ -165,13 +165,14 @@ describe('`npm start`, then the dashboard in Chromium', () => {
     expect(landed.origin).toBe(new URL(server!.url).origin);
     expect(landed.pathname).toBe('/ui/');
 
-    const table = page.getByRole('table', { name: `Runs of ${DEMO_PIPELINE}` });
-    await table.waitFor();
+    const table = page.getByRole('table', { name: 'Pipelines' });
+    await table.getByRole('link', { name: DEMO_PIPELINE, exact: true }).waitFor();
     const running = table
       .getByRole('row')
       .filter({ has: page.locator('.run-status', { hasText: /^running$/ }) });
     await running.first().waitFor();
-    const link = running.first().getByRole('link');
+    // The row's links: its pipeline's page, then its newest run.
+    const link = running.first().getByRole('link').nth(1);
     const href = await link.getAttribute('href');
     expect(href).toMatch(
       new RegExp(`^/ui/pipelines/${DEMO_PIPELINE.replace('.', '\\.')}/runs/demo-[^/]+$`),

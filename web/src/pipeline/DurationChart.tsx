@@ -66,7 +66,7 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
           stroke: axis,
           grid: { stroke: grid },
           size: 70,
-          values: (_u, splits) => splits.map((s) => formatDuration(s * 1000)),
+          values: (_u, splits) => splits.map(axisDuration),
         },
       ],
       series: [
@@ -136,6 +136,14 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
       </figcaption>
     </figure>
   );
+}
+
+/** A tick of the duration axis: below a minute, to a tenth of a second (or in ms), not floored. */
+function axisDuration(seconds: number): string {
+  if (seconds === 0) return '0';
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 60) return `${Number(seconds.toFixed(1))}s`;
+  return formatDuration(seconds * 1000);
 }
 
 /** uPlot's columns: the x values (run index, oldest first), then one column per series. */

@@ -4,7 +4,7 @@ import type { Entry } from '../../../src/model/entry.js';
 import type { RunStatus } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';
-import { formatBytes, formatDuration } from '../format.js';
+import { formatBytes, formatDuration, pipelineHref } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { EventsPanel } from './EventsPanel.js';
@@ -277,7 +277,7 @@ export function RunView({
   return (
     <section className="run-view">
       <h1>
-        {pipeline} / {runId}
+        <a href={pipelineHref(pipeline)}>{pipeline}</a> / {runId}
         {latest ? <span className="latest-tag"> (latest)</span> : null}
       </h1>
       <div className="run-meta">
