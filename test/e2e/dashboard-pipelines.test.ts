@@ -68,7 +68,7 @@ describe('pipelines and themes in Chromium', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("the pipeline page charts the newest 50 runs' durations, a bar each in its run's colour", async () => {
+  it("the pipeline page charts the newest 50 runs' durations, a bar each, drawn in its run's status", async () => {
     await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}`);
     const chart = page.getByTestId('duration-chart');
     await chart.locator('canvas').waitFor();
