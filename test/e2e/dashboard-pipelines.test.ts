@@ -119,6 +119,19 @@ describe('pipelines and themes in Chromium', () => {
     expect(await row.getByTestId('elapsed').count()).toBe(0);
   });
 
+  it('names the run under the pointer in the chart, and opens it on a click', async () => {
+    const over = page.getByTestId('duration-chart').locator('.u-over');
+    const box = (await over.boundingBox())!;
+    // The rightmost bar is the newest run: live-1.
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    const hover = page.getByTestId('chart-hover');
+    await hover.getByRole('link', { name: 'live-1' }).waitFor();
+    expect(await hover.textContent()).toMatch(/^live-1 · success · \d+s$/);
+    await page.mouse.click(box.x + box.width - 2, box.y + box.height / 2);
+    await page.getByRole('log', { name: 'Run log' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/ui/pipelines/${PIPELINE}/runs/live-1`);
+  });
+
   it('the runs list filters pipelines by name on the server, and links each to its page', async () => {
     await page.goto(`${server!.url}/ui/`);
     const table = page.getByRole('table', { name: 'Pipelines' });

@@ -1,7 +1,7 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { formatDuration } from '../format.js';
+import { formatDuration, runHref } from '../format.js';
 import { useDocumentTheme } from '../theme/theme.js';
 import { statusColor, themeColor } from './chart-colors.js';
 import type { DurationData } from './chart-data.js';
@@ -30,6 +30,8 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
   const theme = useDocumentTheme();
   const statuses = data.series.map((series) => series.status).join(',');
   const latest = useRef(data);
+  // The bar under the pointer (its run's index), as uPlot's cursor says.
+  const [hovered, setHovered] = useState<number | null>(null);
 
   // A new plot when the series (statuses) or the theme change; otherwise new data is set on it.
   useEffect(() => {
@@ -80,6 +82,7 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
         })),
       ],
       hooks: {
+        setCursor: [(u) => setHovered(u.cursor.idx ?? null)],
         drawClear: [() => drawn.clear()],
         draw: [
           () => {
@@ -111,6 +114,19 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
     plot.current?.setData(toAligned(data));
   }, [data]);
 
+  const run = hovered === null ? undefined : data.runs[hovered];
+  // What its bar shows: the duration, a running run's so far.
+  const seconds =
+    hovered === null
+      ? undefined
+      : (data.series.map((series) => series.values[hovered]).find((v) => v != null) ?? undefined);
+  const open = () => {
+    if (!run) return;
+    // As a link would: the app routes on popstate (App.tsx), without reloading the page.
+    window.history.pushState(null, '', runHref(run.pipeline, run.runId));
+    window.dispatchEvent(new PopStateEvent('popstate'));
+  };
+
   return (
     <figure className="duration-chart">
       <div
@@ -119,8 +135,19 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
         role="img"
         aria-label={label}
         data-testid="duration-chart"
+        onClick={open}
       />
       <figcaption>
+        <p className="chart-hover" data-testid="chart-hover">
+          {run ? (
+            <>
+              <a href={runHref(run.pipeline, run.runId)}>{run.runId}</a> · {run.status} ·{' '}
+              {seconds === undefined ? 'not started' : formatDuration(seconds * 1000)}
+            </>
+          ) : (
+            'Point at a bar to see its run; click it to open the run.'
+          )}
+        </p>
         <ul className="chart-legend" aria-label="Colours">
           {data.series.map((series) => (
             <li key={series.status}>
