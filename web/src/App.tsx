@@ -243,6 +243,14 @@ export function App({
     setMoves((n) => n + 1);
   };
 
+  // A view's filters, kept in the address as they change; replaced, not pushed, so typing in a
+  // filter does not fill the history.
+  const replaceSearch = (search: string) => {
+    const { pathname: path, hash } = window.location;
+    window.history.replaceState(null, '', path + search + hash);
+    setPlace((p) => ({ ...p, search }));
+  };
+
   const onClick = (event: MouseEvent<HTMLElement>) => {
     const url = appLink(event);
     if (!url) return;
@@ -256,14 +264,23 @@ export function App({
   const views = (
     <>
       {route.view === 'runs' ? (
-        <RunsList {...(tail ? { tail } : {})} {...(listPipelines ? { listPipelines } : {})} />
+        <RunsList
+          // Opened again by each move (the Runs link included), with the address's filters.
+          key={moves}
+          {...(tail ? { tail } : {})}
+          {...(listPipelines ? { listPipelines } : {})}
+          search={place.search}
+          onSearch={replaceSearch}
+        />
       ) : null}
       {route.view === 'pipeline' ? (
         <PipelinePage
-          key={route.pipeline}
+          key={`${route.pipeline}\u0000${moves}`}
           pipeline={route.pipeline}
           {...(tail ? { tail } : {})}
           {...(listRunsPage ? { listRunsPage } : {})}
+          search={place.search}
+          onSearch={replaceSearch}
         />
       ) : null}
       {route.view === 'run' && route.runId === 'latest' ? (

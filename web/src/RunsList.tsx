@@ -41,6 +41,20 @@ function isStatus(value: string): value is RunStatus {
   return (RUN_STATUSES as readonly string[]).includes(value);
 }
 
+function filtersOf(search: string): Filters {
+  const query = new URLSearchParams(search);
+  const status = query.get('status') ?? '';
+  return { name: query.get('name') ?? '', status: isStatus(status) ? status : '' };
+}
+
+function searchOf(filters: Filters): string {
+  const query = new URLSearchParams();
+  if (filters.name !== '') query.set('name', filters.name);
+  if (filters.status !== '') query.set('status', filters.status);
+  const text = query.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
 /**
  * A pipeline's row brought up to date by a run the feed tells of: the same run as its last one
  * (or a newer run, which becomes the last one) changes it; an older run does not.
@@ -66,6 +80,8 @@ export function RunsList({
   listPipelines = defaultListPipelines,
   refreshMs = REFRESH_MS,
   clockMs = RELATIVE_TICK_MS,
+  search = '',
+  onSearch,
 }: {
   tail?: TailFn;
   listRunning?: ListRunning;
@@ -73,8 +89,17 @@ export function RunsList({
   refreshMs?: number;
   /** How often "3 min ago" is worked out again. */
   clockMs?: number;
+  /** The address's query the list opens with (`?name=etl.*&status=failed`). */
+  search?: string;
+  /** Told the query for the filters as they change, to keep the address in step. */
+  onSearch?: (search: string) => void;
 }) {
-  const [filters, setFilters] = useState<Filters>({ name: '', status: '' });
+  const [filters, setFiltersState] = useState<Filters>(() => filtersOf(search));
+  const setFilters = (change: (f: Filters) => Filters) => {
+    const next = change(filters);
+    setFiltersState(next);
+    onSearch?.(searchOf(next));
+  };
   const key = `${filters.name}\u0000${filters.status}`;
   const listing = usePagedListing<PipelineSummary>(key, async (after) => {
     const page = await listPipelines({

@@ -1,5 +1,6 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { PipelinesPageOptions, RunsPageOptions } from '../../src/client/index.js';
 import type { Run } from '../../src/model/run.js';
 import { App, parseRoute } from '../src/App.js';
 import { fakeServer } from './fake-server.js';
@@ -124,5 +125,48 @@ describe('dashboard routes', () => {
       expect(screen.getByRole('heading', { level: 1 }).textContent).toBe('Pipelines and runs'),
     );
     expect(window.location.pathname).toBe('/ui/');
+  });
+
+  test('the runs list and the pipeline page keep their filters in the address', async () => {
+    window.history.replaceState(null, '', '/ui/?name=etl');
+    const fake = fakeTail();
+    const asked: PipelinesPageOptions[] = [];
+    const listPipelines = (options: PipelinesPageOptions) => {
+      asked.push(options);
+      return Promise.resolve({ pipelines: [] });
+    };
+    const { unmount } = render(
+      <App pathname="/ui/?name=etl" tail={fake.tail} listPipelines={listPipelines} />,
+    );
+    const name = await screen.findByRole('searchbox', { name: 'Pipeline' });
+    expect((name as HTMLInputElement).value).toBe('etl');
+    await waitFor(() => expect(asked[0]).toMatchObject({ name: 'etl' }));
+    fireEvent.change(screen.getByRole('combobox', { name: 'Last run' }), {
+      target: { value: 'failed' },
+    });
+    expect(window.location.pathname + window.location.search).toBe('/ui/?name=etl&status=failed');
+    unmount();
+
+    window.history.replaceState(null, '', '/ui/pipelines/etl.daily?status=failed&from=2026-11-01');
+    const runsAsked: RunsPageOptions[] = [];
+    const listRunsPage = (_pipeline: string, options: RunsPageOptions) => {
+      runsAsked.push(options);
+      return Promise.resolve({ runs: [] });
+    };
+    render(
+      <App
+        pathname="/ui/pipelines/etl.daily?status=failed&from=2026-11-01"
+        tail={fake.tail}
+        listRunsPage={listRunsPage}
+      />,
+    );
+    const status = (await screen.findByRole('combobox', { name: 'Status' })) as HTMLSelectElement;
+    expect(status.value).toBe('failed');
+    expect((screen.getByLabelText('From') as HTMLInputElement).value).toBe('2026-11-01');
+    await waitFor(() => expect(runsAsked[0]).toMatchObject({ status: 'failed' }));
+    expect(runsAsked[0]?.since).toBe(new Date(2026, 10, 1).toISOString());
+    fireEvent.click(screen.getByRole('button', { name: 'Clear filters' }));
+    expect(window.location.pathname + window.location.search).toBe('/ui/pipelines/etl.daily');
+    expect(document.title).toBe('Pipeline etl.daily · Tailwater');
   });
 });

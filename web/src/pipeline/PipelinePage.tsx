@@ -14,7 +14,14 @@ import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
 import { CHART_RUNS, durationData } from './chart-data.js';
 import { DurationChart } from './DurationChart.js';
-import { isStatus, matchesFilters, NO_FILTERS, timeBounds } from './filters.js';
+import {
+  filtersOf,
+  isStatus,
+  matchesFilters,
+  NO_FILTERS,
+  searchOf,
+  timeBounds,
+} from './filters.js';
 import type { RunFilters } from './filters.js';
 
 /** A page of a pipeline's runs, as `GET /api/v1/pipelines/{fqn}/runs` gives it. */
@@ -38,12 +45,23 @@ export function PipelinePage({
   pipeline,
   tail = defaultTail,
   listRunsPage = defaultListRunsPage,
+  search = '',
+  onSearch,
 }: {
   pipeline: string;
   tail?: TailFn;
   listRunsPage?: ListRunsPage;
+  /** The address's query the page opens with: its filters, so a filtered page can be linked. */
+  search?: string;
+  /** Told the query for the filters as they change, to keep the address in step. */
+  onSearch?: (search: string) => void;
 }) {
-  const [filters, setFilters] = useState<RunFilters>(NO_FILTERS);
+  const [filters, setFiltersState] = useState<RunFilters>(() => filtersOf(search));
+  const setFilters = (change: (f: RunFilters) => RunFilters) => {
+    const next = change(filters);
+    setFiltersState(next);
+    onSearch?.(searchOf(next));
+  };
   const key = `${filters.status}\u0000${filters.from}\u0000${filters.to}`;
   const listing = usePagedListing<Run>(key, async (after) => {
     const page = await listRunsPage(pipeline, {
@@ -142,7 +160,7 @@ export function PipelinePage({
           />
         </label>
         {key !== '\u0000\u0000' ? (
-          <button type="button" onClick={() => setFilters(NO_FILTERS)}>
+          <button type="button" onClick={() => setFilters(() => NO_FILTERS)}>
             Clear filters
           </button>
         ) : null}

@@ -41,3 +41,24 @@ export function matchesFilters(run: Run, filters: RunFilters): boolean {
   if (until !== undefined && created >= Date.parse(until)) return false;
   return true;
 }
+
+/** The filters an address holds (`?status=failed&from=2026-11-01&to=2026-11-30`). */
+export function filtersOf(search: string): RunFilters {
+  const query = new URLSearchParams(search);
+  const status = query.get('status') ?? '';
+  const day = (name: string) => {
+    const value = query.get(name) ?? '';
+    return /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : '';
+  };
+  return { status: isStatus(status) ? status : '', from: day('from'), to: day('to') };
+}
+
+/** The address's query for the filters: only those set, so no filter is no query at all. */
+export function searchOf(filters: RunFilters): string {
+  const query = new URLSearchParams();
+  if (filters.status !== '') query.set('status', filters.status);
+  if (filters.from !== '') query.set('from', filters.from);
+  if (filters.to !== '') query.set('to', filters.to);
+  const text = query.toString();
+  return text === '' ? '' : `?${text}`;
+}
