@@ -167,6 +167,23 @@ describe('pipelines and themes in Chromium', () => {
     await expect.poll(() => themeOf(page)).toBe('light');
   });
 
+  it('fits a 390 px window: the page itself never scrolls sideways', async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    try {
+      for (const path of ['/ui/', `/ui/pipelines/${PIPELINE}`]) {
+        await page.goto(`${server!.url}${path}`);
+        await page.getByRole('table').first().waitFor();
+        const widths = await page
+          .locator('html')
+          .evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+        expect(widths.scroll, path).toBeLessThanOrEqual(widths.client);
+      }
+      await screenshot(page, 'dashboard-pipeline-narrow.png');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   it('passes axe-core in light and in dark on the runs list, the pipeline page and a run view', async () => {
     const run = runPath(PIPELINE, 'a11y');
     await putStatus(server!, run, 'running');

@@ -231,46 +231,50 @@ export function RunsList({
         <p className="empty">{key === '\u0000' ? 'No runs yet.' : 'No pipeline matches.'}</p>
       ) : null}
       {pipelines.length > 0 ? (
-        <table aria-label="Pipelines">
-          <thead>
-            <tr>
-              <th scope="col">Pipeline</th>
-              <th scope="col">Runs</th>
-              <th scope="col">Last run</th>
-              <th scope="col">Status</th>
-              <th scope="col">Started</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Log size</th>
-            </tr>
-          </thead>
-          <tbody>
-            {pipelines.map((p) => {
-              const run = p.lastRun;
-              const ms = run ? runDurationMs(run, now) : null;
-              return (
-                <tr key={p.fqn}>
-                  <th scope="row">
-                    <a href={pipelineHref(p.fqn)}>{p.fqn}</a>
-                  </th>
-                  <td>{p.runs}</td>
-                  <td>{run ? <a href={runHref(run.pipeline, run.runId)}>{run.runId}</a> : '—'}</td>
-                  <td>
-                    {run ? (
-                      <span className={`run-status run-status-${run.status}`}>{run.status}</span>
-                    ) : (
-                      '—'
-                    )}
-                  </td>
-                  <td>
-                    <RelativeTime iso={run?.startedAt ?? null} now={Math.max(clock, now)} />
-                  </td>
-                  <td>{ms === null ? '—' : formatDuration(ms)}</td>
-                  <td>{run ? formatBytes(run.logBytes) : '—'}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div className="wide-table">
+          <table aria-label="Pipelines">
+            <thead>
+              <tr>
+                <th scope="col">Pipeline</th>
+                <th scope="col">Runs</th>
+                <th scope="col">Last run</th>
+                <th scope="col">Status</th>
+                <th scope="col">Started</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Log size</th>
+              </tr>
+            </thead>
+            <tbody>
+              {pipelines.map((p) => {
+                const run = p.lastRun;
+                const ms = run ? runDurationMs(run, now) : null;
+                return (
+                  <tr key={p.fqn}>
+                    <th scope="row">
+                      <a href={pipelineHref(p.fqn)}>{p.fqn}</a>
+                    </th>
+                    <td>{p.runs}</td>
+                    <td>
+                      {run ? <a href={runHref(run.pipeline, run.runId)}>{run.runId}</a> : '—'}
+                    </td>
+                    <td>
+                      {run ? (
+                        <span className={`run-status run-status-${run.status}`}>{run.status}</span>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
+                    <td>
+                      <RelativeTime iso={run?.startedAt ?? null} now={Math.max(clock, now)} />
+                    </td>
+                    <td>{ms === null ? '—' : formatDuration(ms)}</td>
+                    <td>{run ? formatBytes(run.logBytes) : '—'}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       ) : null}
       <nav className="pager" aria-label="Pages of pipelines">
         <button type="button" onClick={listing.previous} disabled={page === 1}>

@@ -58,6 +58,8 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
         {
           stroke: axis,
           grid: { show: false },
+          // A label is about 90 px wide: fewer of them in a narrow chart, never overlapping.
+          space: 110,
           values: (_u, splits) =>
             splits.map((i) => {
               const run = current().runs[Math.round(i)];

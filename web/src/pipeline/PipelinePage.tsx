@@ -184,39 +184,41 @@ export function PipelinePage({
       ) : null}
       {runs && runs.length === 0 ? <p className="empty">No runs match.</p> : null}
       {runs && runs.length > 0 ? (
-        <table aria-label={`Runs of ${pipeline}`}>
-          <thead>
-            <tr>
-              <th scope="col">Run</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Log size</th>
-            </tr>
-          </thead>
-          <tbody>
-            {runs.map((run) => {
-              const ms = runDurationMs(run, now);
-              return (
-                <tr key={run.runId}>
-                  <th scope="row">
-                    <a href={runHref(run.pipeline, run.runId)}>{run.runId}</a>
-                  </th>
-                  <td>
-                    <span className={`run-status run-status-${run.status}`}>{run.status}</span>
-                  </td>
-                  <td>
-                    <RelativeTime iso={run.createdAt} now={Math.max(clock, now)} />
-                  </td>
-                  <td data-testid={run.status === 'running' ? 'elapsed' : undefined}>
-                    {ms === null ? '—' : formatDuration(ms)}
-                  </td>
-                  <td>{formatBytes(run.logBytes)}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div className="wide-table">
+          <table aria-label={`Runs of ${pipeline}`}>
+            <thead>
+              <tr>
+                <th scope="col">Run</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Log size</th>
+              </tr>
+            </thead>
+            <tbody>
+              {runs.map((run) => {
+                const ms = runDurationMs(run, now);
+                return (
+                  <tr key={run.runId}>
+                    <th scope="row">
+                      <a href={runHref(run.pipeline, run.runId)}>{run.runId}</a>
+                    </th>
+                    <td>
+                      <span className={`run-status run-status-${run.status}`}>{run.status}</span>
+                    </td>
+                    <td>
+                      <RelativeTime iso={run.createdAt} now={Math.max(clock, now)} />
+                    </td>
+                    <td data-testid={run.status === 'running' ? 'elapsed' : undefined}>
+                      {ms === null ? '—' : formatDuration(ms)}
+                    </td>
+                    <td>{formatBytes(run.logBytes)}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       ) : null}
       <nav className="pager" aria-label="Pages of runs">
         <button type="button" onClick={listing.previous} disabled={listing.page === 1}>
