@@ -48,6 +48,8 @@ export function usePagedListing<T>(
     error: string | null;
     forbidden: string | null;
   } | null>(null);
+  // Other filters: back to the first page, in this render already (React's way of resetting
+  // state from a prop), so no request for the old cursor under the new filters is ever made.
   const current = state.key === key ? state : { key, cursors: [undefined], loads: 0 };
   if (current !== state) setState(current);
   const cursor = current.cursors[current.cursors.length - 1];

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import type { RunStatus } from '../../../src/model/run.js';
 import { formatDuration, runHref } from '../format.js';
 import { useDocumentTheme } from '../theme/theme.js';
 import { statusColor, themeColor } from './chart-colors.js';
@@ -39,7 +40,8 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
     if (!element) return;
     const drawn = new Map<number, string>();
     const current = () => latest.current;
-    const seriesStatuses = statuses === '' ? [] : statuses.split(',');
+    // `statuses` is the series' statuses joined (a string, so the effect sees a change by value).
+    const seriesStatuses = statuses === '' ? [] : (statuses.split(',') as RunStatus[]);
     const bars = uPlot.paths.bars!({
       size: [0.7, 48],
       each: (_u, seriesIdx, dataIdx) => {
@@ -77,8 +79,8 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
         {},
         ...seriesStatuses.map((status) => ({
           label: status,
-          fill: statusColor(status as Parameters<typeof statusColor>[0]),
-          stroke: statusColor(status as Parameters<typeof statusColor>[0]),
+          fill: statusColor(status),
+          stroke: statusColor(status),
           paths: bars,
           points: { show: false },
         })),
