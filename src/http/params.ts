@@ -120,6 +120,22 @@ export function intParam(
   return value;
 }
 
+/** `true`/`1` or `false`/`0` (or nothing: false); anything else is 400. */
+export function booleanParam(query: Query, name: string): boolean {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new TailwaterError('TW_BAD_QUERY', `${name} must be true or false (was "${raw}").`);
+}
+
+/** A boolean query parameter (`booleanParam`). */
+export function booleanQuery(name: string, description: string) {
+  return queryParam(name, (query) => booleanParam(query, name), {
+    type: 'boolean',
+    description: `${description} Default false.`,
+  });
+}
+
 /** The most entries `?tail=N` replays (an index walk of N). */
 export const MAX_TAIL = 100_000;
 

@@ -10,11 +10,14 @@ import type { LogChunk, Store } from '../store/store.js';
 import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
+import { prefixedLogBytes } from './log-prefix.js';
+import type { LinePrefix } from './log-prefix.js';
 import { parseLogRange } from './log-range.js';
 import { formatStreamCursor } from '../model/cursor.js';
 import { z } from 'zod';
 import {
   afterParam,
+  booleanQuery,
   intQuery,
   listQuery,
   pipelineParam,
@@ -45,6 +48,17 @@ const logQuery = z.object({
     'The byte offset to read from; -1 reads the tail (the chunks ending in the last `limit` bytes).',
   ),
   limit: intQuery('limit', { min: 1, max: MiB, default: MiB }, 'Bytes to read.'),
+});
+
+const logTextQuery = z.object({
+  timestamps: booleanQuery(
+    'timestamps',
+    "Each line begins with its entry's time (RFC 3339, UTC, milliseconds) and a space.",
+  ),
+  steps: booleanQuery(
+    'steps',
+    "Each line begins (after its time, if asked for) with its entry's step, percent-encoded, empty for none, and a space.",
+  ),
 });
 
 const entriesResponses = {
@@ -138,6 +152,7 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     summary: "A run's whole log, or a byte range of it, as text",
     tags: ['read'],
     params: runPath,
+    querystring: logTextQuery,
     headers: logRangeHeaders,
     response: {
       200: media(
@@ -159,6 +174,11 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     async (request, reply) => {
       const params = request.params as RunParams;
       const key = await existingRun(params);
+      const query = request.query as Query;
+      const prefix: LinePrefix = {
+        timestamps: queryValue(logTextQuery, query, 'timestamps'),
+        steps: queryValue(logTextQuery, query, 'steps'),
+      };
       const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
       // The log as it stands now: text appended from here on is the stream's to bring.
       const { logBytes: total, epoch } = await store.bounds(key);
@@ -188,6 +208,10 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
       if (range.type === 'range') {
         void reply.code(206).header('Content-Range', `bytes ${start}-${end - 1}/${total}`);
+      }
+      if (prefix.timestamps || prefix.steps) {
+        // Longer than the range by its prefixes, which are known only as the text is read.
+        return reply.send(Readable.from(prefixedLog(store, key, start, end, prefix)));
       }
       return reply
         .header('Content-Length', end - start)
@@ -244,6 +268,20 @@ export async function* logBytes(
     const to = Math.min(bytes.length, end - chunk.offset);
     yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
   }
+}
+
+/** Bytes [start, end) of the log with each line's prefix (`prefixedLogBytes`). */
+async function* prefixedLog(
+  store: Store,
+  key: StreamKey,
+  start: number,
+  end: number,
+  prefix: LinePrefix,
+): AsyncGenerator<Buffer> {
+  if (end <= start) return;
+  // From the chunk that holds the byte before the range: whether the range begins a line.
+  const first = start === 0 ? 0 : ((await store.logChunkAt(key, start - 1))?.offset ?? start);
+  yield* prefixedLogBytes(logChunks(store, key, first, end), start, end, prefix);
 }
 
 /** Whether a stream has entries past the last of a page (of any kind: a cursor never skips). */

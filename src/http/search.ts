@@ -11,6 +11,7 @@ import { mayRead } from './auth.js';
 import type { AppDeps } from './deps.js';
 import {
   TIME_SPEC,
+  booleanParam,
   intQuery,
   parseList,
   queryParam,
@@ -116,13 +117,6 @@ function globParam(query: Query): string | undefined {
     throw new TailwaterError('TW_BAD_QUERY', 'pipeline: a glob of 256 bytes at most.');
   }
   return raw.normalize('NFC');
-}
-
-function booleanParam(query: Query, name: string): boolean {
-  const raw = single(query, name);
-  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
-  if (raw === 'true' || raw === '1') return true;
-  throw new TailwaterError('TW_BAD_QUERY', `${name} must be true or false (was "${raw}").`);
 }
 
 function kindParam(query: Query): SearchKind | undefined {

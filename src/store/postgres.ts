@@ -210,12 +210,12 @@ const SQL = {
   seqOfProducerId: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID} AND producer_id = $4`,
   nthLatest: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID}
     ORDER BY seq DESC OFFSET $4 LIMIT 1`,
-  logRange: `SELECT seq, log_offset, body, time FROM entries
+  logRange: `SELECT seq, log_offset, body, time, step FROM entries
     WHERE stream_id = ${STREAM_ID} AND log_offset >= $4 AND log_offset < $5 ORDER BY log_offset`,
   /** The chunks that end within the last $4 bytes: from the one holding byte (total - $4) on. */
   logTail: `WITH s AS (SELECT id, log_bytes FROM streams
       WHERE type = $1 AND pipeline = $2 AND name = $3)
-    SELECT seq, log_offset, body, time FROM entries
+    SELECT seq, log_offset, body, time, step FROM entries
     WHERE stream_id = (SELECT id FROM s) AND log_offset >= coalesce((
       SELECT log_offset FROM entries WHERE stream_id = (SELECT id FROM s)
         AND log_offset <= greatest((SELECT log_bytes FROM s) - $4, 0)
@@ -782,7 +782,13 @@ export class PostgresStore implements Store, LeaseStore {
 
   async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
     if (hasNulInKey(key)) return [];
-    type Row = { seq: number; log_offset: number; body: string; time: number };
+    type Row = {
+      seq: number;
+      log_offset: number;
+      body: string;
+      time: number;
+      step: string | null;
+    };
     const rows = await this.rows<Row>(
       offset === -1
         ? named('logTail', [...keyParams(key), limit])
@@ -793,6 +799,7 @@ export class PostgresStore implements Store, LeaseStore {
       size: Buffer.byteLength(row.body, 'utf8'),
       text: row.body,
       time: new Date(row.time).toISOString(),
+      ...(row.step === null ? {} : { step: row.step }),
     }));
   }
 

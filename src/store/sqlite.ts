@@ -125,7 +125,7 @@ export const READ_SQL = {
     WHERE stream_id = ? AND log_offset IS NOT NULL ORDER BY log_offset DESC`,
   firstLogAtOrAfter: `SELECT seq, log_offset FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset LIMIT 1`,
-  logRange: `SELECT seq, log_offset, body, time FROM entries INDEXED BY entries_log_offset
+  logRange: `SELECT seq, log_offset, body, time, step FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
   logChunkStartBefore: `SELECT max(log_offset) AS start FROM entries
     WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
@@ -177,7 +177,7 @@ function readStatements(db: Database.Database) {
     ),
     logRange: db.prepare<
       [number, number, number],
-      { seq: number; log_offset: number; body: string; time: number }
+      { seq: number; log_offset: number; body: string; time: number; step: string | null }
     >(q.logRange),
     logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
       q.logChunkStartBefore,
@@ -819,6 +819,7 @@ export class SqliteStore implements Store, LeaseStore {
       size: Buffer.byteLength(row.body, 'utf8'),
       text: row.body,
       time: new Date(row.time).toISOString(),
+      ...(row.step === null ? {} : { step: row.step }),
     }));
   }
 

@@ -100,6 +100,8 @@ export interface LogChunk {
   text: string;
   /** When the chunk was appended (ISO-8601). */
   time: string;
+  /** The step its entry was filed under, if any. */
+  step?: string;
 }
 
 /** Where a log chunk is: in the log (its bytes) and in its stream (the seq of its entry). */

@@ -724,6 +724,17 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         expect(await store.logChunkAt(runKey('freight', 'none'), 0)).toBeUndefined();
       });
 
+      it("gives each chunk its entry's step, and none to a chunk filed under no step", async () => {
+        await store.appendLog('freight', 'task-1', [
+          { text: 'a\n', step: 'build' },
+          { text: 'b\n' },
+          { text: 'c\n', step: 'test ✓' },
+        ]);
+        const steps = (chunks: { step?: string }[]) => chunks.map((chunk) => chunk.step ?? null);
+        expect(steps(await store.readLog(run, 0, 100))).toEqual(['build', null, 'test ✓']);
+        expect(steps(await store.readLog(run, -1, 2))).toEqual(['test ✓']);
+      });
+
       async function helloWorld(): Promise<void> {
         // Freight's example: "hello world" written one character per append.
         for (const character of 'hello world') await appendOne('freight', 'task-1', character);

@@ -1,0 +1,117 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { Entry } from '../../src/model/entry.js';
+import { runPath } from '../helpers/api.js';
+import { createTestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
+
+// `log.txt?timestamps=true&steps=true`: each line begins with its entry's time and step
+// (docs/API.md, "Reading without streaming"), whole or by byte range.
+
+const FQN = 'ingest.daily';
+const RUN = runPath(FQN, 'r1');
+/** A line cut over two entries, characters of 2, 3 and 4 bytes, a step with a space in it. */
+const PIECES: { text: string; step?: string }[] = [
+  { text: 'héllo\nwör', step: 'build' },
+  { text: 'ld ✓\n' },
+  { text: '😀 end\nlast\n', step: 'test all' },
+];
+const PLAIN = Buffer.from(PIECES.map((piece) => piece.text).join(''), 'utf8');
+
+let t: TestApp;
+
+beforeEach(async () => {
+  t = await createTestApp();
+  for (const piece of PIECES) {
+    const res = await t.app.inject({ method: 'POST', url: `${RUN}/logs`, payload: piece });
+    expect(res.statusCode).toBe(200);
+  }
+});
+
+afterEach(async () => {
+  await t.close();
+});
+
+function logTxt(query: string, headers: Record<string, string> = {}) {
+  return t.app.inject({ method: 'GET', url: `${RUN}/log.txt?${query}`, headers });
+}
+
+async function logEntries(): Promise<Entry[]> {
+  const res = await t.app.inject({ method: 'GET', url: `${RUN}/entries?kinds=log` });
+  return res.json<{ entries: Entry[] }>().entries;
+}
+
+/** The prefixed log as it must read, from the entries' own times and steps. */
+async function expected(prefix: (entry: Entry) => string): Promise<string> {
+  let text = '';
+  let atLineStart = true;
+  for (const entry of await logEntries()) {
+    for (const part of (entry.text ?? '').split(/(?<=\n)/)) {
+      text += (atLineStart ? prefix(entry) : '') + part;
+      atLineStart = part.endsWith('\n');
+    }
+  }
+  return text;
+}
+
+const iso = (entry: Entry) => new Date(entry.time).toISOString();
+
+describe('log.txt with each line prefixed', () => {
+  test('?timestamps=true puts the time of the entry a line began in before each line', async () => {
+    const res = await logTxt('timestamps=true');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe(await expected((entry) => `${iso(entry)} `));
+    const lines = res.body.split('\n').slice(0, -1);
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /);
+    // The line cut over two entries has the first one's time, once.
+    const entries = await logEntries();
+    expect(lines[1]).toBe(`${iso(entries[0]!)} wörld ✓`);
+  });
+
+  test('?steps=true adds the step, percent-encoded, and leaves it empty for an entry without one', async () => {
+    const res = await logTxt('timestamps=true&steps=true');
+    const body = await expected(
+      (entry) => `${iso(entry)} ${encodeURIComponent(entry.step ?? '')} `,
+    );
+    expect(res.body).toBe(body);
+    expect(res.body).toContain(' test%20all 😀 end\n');
+    const stepsOnly = await logTxt('steps=1');
+    expect(stepsOnly.body).toBe('build héllo\nbuild wörld ✓\ntest%20all 😀 end\ntest%20all last\n');
+  });
+
+  test('without the parameters (or with false) the log is its own text, Content-Length and all', async () => {
+    for (const query of ['', 'timestamps=false&steps=0']) {
+      const res = await logTxt(query);
+      expect(res.rawPayload.equals(PLAIN)).toBe(true);
+      expect(res.headers['content-length']).toBe(String(PLAIN.length));
+    }
+  });
+
+  test('a range counts the log’s own bytes; its pages, joined, are the prefixed log byte for byte', async () => {
+    const whole = (await logTxt('timestamps=true&steps=true')).rawPayload;
+    for (let page = 1; page <= PLAIN.length; page += 1) {
+      const parts: Buffer[] = [];
+      let cursor: string | undefined;
+      for (let from = 0; from < PLAIN.length; from += page) {
+        const last = Math.min(from + page, PLAIN.length) - 1;
+        const res: LightMyRequestResponse = await logTxt('timestamps=true&steps=true', {
+          range: `bytes=${from}-${from + page - 1}`,
+        });
+        expect(res.statusCode).toBe(206);
+        expect(res.headers['content-range']).toBe(`bytes ${from}-${last}/${PLAIN.length}`);
+        parts.push(res.rawPayload);
+        cursor = res.headers['tailwater-log-cursor'] as string | undefined;
+      }
+      expect(Buffer.concat(parts).equals(whole), `pages of ${page} bytes`).toBe(true);
+      // The last page ends where the last entry ends: it names it, prefixed or not.
+      expect(cursor).toBe((await logTxt('')).headers['tailwater-log-cursor']);
+    }
+  });
+
+  test('a value other than true/false/1/0 is 400 TW_BAD_QUERY', async () => {
+    const res = await logTxt('timestamps=yes');
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: { code: string } }>().error.code).toBe('TW_BAD_QUERY');
+  });
+});
