@@ -210,6 +210,9 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
         void reply.code(206).header('Content-Range', `bytes ${start}-${end - 1}/${total}`);
       }
       if (prefix.timestamps || prefix.steps) {
+        // Says the prefixes are there: a server that does not know the parameters ignores them.
+        const fields = [prefix.timestamps ? 'timestamps' : '', prefix.steps ? 'steps' : ''];
+        void reply.header(LOG_PREFIX_HEADER, fields.filter(Boolean).join(','));
         // Longer than the range by its prefixes, which are known only as the text is read.
         return reply.send(Readable.from(prefixedLog(store, key, start, end, prefix)));
       }
@@ -222,6 +225,8 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
 
 /** The native stream's cursor after the log entry whose text ends at `end` (docs/API.md). */
 export const LOG_CURSOR_HEADER = 'Tailwater-Log-Cursor';
+/** Which prefixes a `log.txt` answer's lines begin with (`timestamps`, `steps`, in that order). */
+export const LOG_PREFIX_HEADER = 'Tailwater-Log-Prefix';
 
 const logRangeHeaders = z.object({
   range: z.string().optional().meta({

@@ -60,6 +60,7 @@ describe('log.txt with each line prefixed', () => {
   test('?timestamps=true puts the time of the entry a line began in before each line', async () => {
     const res = await logTxt('timestamps=true');
     expect(res.statusCode).toBe(200);
+    expect(res.headers['tailwater-log-prefix']).toBe('timestamps');
     expect(res.body).toBe(await expected((entry) => `${iso(entry)} `));
     const lines = res.body.split('\n').slice(0, -1);
     expect(lines).toHaveLength(4);
@@ -75,6 +76,7 @@ describe('log.txt with each line prefixed', () => {
       (entry) => `${iso(entry)} ${encodeURIComponent(entry.step ?? '')} `,
     );
     expect(res.body).toBe(body);
+    expect(res.headers['tailwater-log-prefix']).toBe('timestamps,steps');
     expect(res.body).toContain(' test%20all 😀 end\n');
     const stepsOnly = await logTxt('steps=1');
     expect(stepsOnly.body).toBe('build héllo\nbuild wörld ✓\ntest%20all 😀 end\ntest%20all last\n');
@@ -85,6 +87,7 @@ describe('log.txt with each line prefixed', () => {
       const res = await logTxt(query);
       expect(res.rawPayload.equals(PLAIN)).toBe(true);
       expect(res.headers['content-length']).toBe(String(PLAIN.length));
+      expect(res.headers['tailwater-log-prefix']).toBeUndefined();
     }
   });
 
