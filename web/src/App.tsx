@@ -12,6 +12,7 @@ import { RunView } from './run/RunView.js';
 import { TopicView } from './TopicView.js';
 import { HeaderSearch } from './search/HeaderSearch.js';
 import { searchHref, searchParamsOf } from './search/hits.js';
+import { lineRangeOf } from './run/line-links.js';
 import { SearchPage } from './search/SearchPage.js';
 import type { SearchFn } from './search/SearchPage.js';
 import { messageOf, serverSession, statusOf } from './session.js';
@@ -39,11 +40,12 @@ function placeOf(href: string): Place {
   return { pathname: url.pathname, search: url.search, hash: url.hash };
 }
 
-/** The line a run view's address points at (`#L1234`, docs/DASHBOARD.md), or null. */
+/**
+ * The line a run view's address points at (`#L1234`, or the first of `#L1234-L1240`,
+ * docs/DASHBOARD.md), or null.
+ */
 export function targetLineOf(hash: string): number | null {
-  const match = /^#L(\d{1,15})$/.exec(hash);
-  const line = match ? Number(match[1]) : 0;
-  return line >= 1 ? line : null;
+  return lineRangeOf(hash)?.first ?? null;
 }
 
 function decode(segment: string): string | null {
@@ -259,7 +261,9 @@ export function App({
   };
 
   const searchParams = route.view === 'search' ? searchParamsOf(place.search) : null;
-  const targetLine = route.view === 'run' ? targetLineOf(place.hash) : null;
+  const targetRange = route.view === 'run' ? lineRangeOf(place.hash) : null;
+  const targetLine = targetRange?.first ?? null;
+  const targetLastLine = targetRange?.last ?? null;
 
   const views = (
     <>
@@ -290,6 +294,7 @@ export function App({
           tail={tail}
           resolveRun={resolveRun}
           targetLine={targetLine}
+          targetLastLine={targetLastLine}
           targetMove={moves}
         />
       ) : null}
@@ -300,6 +305,7 @@ export function App({
           runId={route.runId}
           {...(tail ? { tail } : {})}
           targetLine={targetLine}
+          targetLastLine={targetLastLine}
           targetMove={moves}
         />
       ) : null}

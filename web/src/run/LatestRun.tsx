@@ -40,6 +40,7 @@ export function LatestRun({
   tail,
   resolveRun = defaultResolveRun,
   targetLine = null,
+  targetLastLine = null,
   targetMove = 0,
 }: {
   pipeline: string;
@@ -47,6 +48,7 @@ export function LatestRun({
   resolveRun?: ResolveRun | undefined;
   /** The line to show (`#L…`), as RunView takes it. */
   targetLine?: number | null;
+  targetLastLine?: number | null;
   targetMove?: number;
 }) {
   const [resolution, setResolution] = useState<Resolution>(null);
@@ -93,6 +95,7 @@ export function LatestRun({
         {...(tail ? { tail } : {})}
         latest
         targetLine={targetLine}
+        targetLastLine={targetLastLine}
         targetMove={targetMove}
       />
     );

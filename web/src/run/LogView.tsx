@@ -1,19 +1,44 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'react';
-import type { UIEvent } from 'react';
+import type { MouseEvent, UIEvent } from 'react';
 import { AnsiLine } from '../ansi.js';
 import type { Mark } from '../ansi.js';
 import type { LogLines } from './log-buffer.js';
+import { LEVEL_ERROR, LEVEL_WARNING } from './log-levels.js';
 import type { Match } from './log-search.js';
+import { plainRows } from './log-sections.js';
+import type { Rows, Section } from './log-sections.js';
+import { formatClock, formatElapsed, formatSpan } from './line-time.js';
+import type { TimestampMode } from './view-settings.js';
+import './log-view.css';
 
 /** How close to the bottom (px) still counts as "at the bottom" for follow mode. */
 const BOTTOM_SLACK = 24;
 const LINE_HEIGHT = 20;
 
+/** What the view knows of each line besides its text (the log buffer). */
+export interface LineInfo {
+  timeOf(index: number): number;
+  levelOf(index: number): number;
+}
+
+const NO_INFO: LineInfo = { timeOf: () => Number.NaN, levelOf: () => 0 };
+
+/** Lines by index in `lines`, `first <= last`. */
+export interface IndexRange {
+  first: number;
+  last: number;
+}
+
 /**
  * The log, virtualized (only the rows in view are in the DOM), with line numbers, ANSI colours
  * and search matches. While `follow` is on it keeps the newest line in view like `tail -f`;
  * scrolling away from the bottom turns it off, scrolling back to the bottom turns it on.
+ *
+ * It shows `rows`: the lines, less those of folded sections, each of which is one header row
+ * (a group's header is its `::group::` line; a step's is a row of its own). Line numbers are
+ * links to the line (`#L<n>`): a click selects it, a shift-click the range from the last one
+ * clicked. Each line can show its time, and long lines can wrap.
  */
 export function LogView({
   lines,
@@ -25,6 +50,17 @@ export function LogView({
   active,
   target = null,
   targetMove = 0,
+  rows = plainRows(lines.length),
+  sections = [],
+  folded = () => false,
+  onToggle = () => {},
+  info = NO_INFO,
+  timestamps = 'off',
+  startTime = Number.NaN,
+  wrap = false,
+  highlight = null,
+  onLineClick,
+  onCopyLink,
 }: {
   lines: LogLines;
   /** Lines of the log before `lines.line(0)` that the view let go (they are numbered on from there). */
@@ -36,17 +72,32 @@ export function LogView({
   matches: readonly Match[];
   /** The index in `matches` of the match to show, or -1. */
   active: number;
-  /** The index in `lines` of the line to bring to the middle and highlight (`#L…`), or null. */
+  /** The index in `lines` of the line to bring to the middle (`#L…`, an error), or null. */
   target?: number | null;
   /** Changes with each move to `target`: it is scrolled to again. */
-  targetMove?: number;
+  targetMove?: number | string;
+  rows?: Rows;
+  /** The sections `rows` were made from (a step header row is `-1 - index` in it). */
+  sections?: readonly Section[];
+  folded?: (section: Section) => boolean;
+  onToggle?: (section: Section) => void;
+  info?: LineInfo;
+  timestamps?: TimestampMode;
+  /** When the run began (ms), for elapsed times. */
+  startTime?: number;
+  wrap?: boolean;
+  /** Lines highlighted (`line-target`): the address's line or range. */
+  highlight?: IndexRange | null;
+  /** A click on a line's number (shift held: a range). Without it the link is followed. */
+  onLineClick?: (index: number, extend: boolean) => void;
+  onCopyLink?: (index: number) => void;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   // The virtualizer returns functions that change without their identity changing, which the
   // React Compiler cannot memoize; this app is not compiled, so there is nothing to lose.
   // eslint-disable-next-line react-hooks/incompatible-library
   const virtualizer = useVirtualizer({
-    count: lines.length,
+    count: rows.length,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => LINE_HEIGHT,
     overscan: 20,
@@ -62,18 +113,26 @@ export function LogView({
     return byLine;
   }, [matches, active]);
 
+  const groupAt = useMemo(() => {
+    const byLine = new Map<number, Section>();
+    for (const section of sections)
+      if (section.kind === 'group') byLine.set(section.first, section);
+    return byLine;
+  }, [sections]);
+
   // Where the log was last scrolled to, by the user or by following.
   const lastScrollTop = useRef(0);
 
   // `lines` grows in place, so a render for any reason may show more of it than the last
-  // `version`: follow what was rendered, not what was announced.
+  // `version`: follow what was rendered, not what was announced. Folding changes the rows too.
   const count = lines.length;
+  const rowCount = rows.length;
   useLayoutEffect(() => {
     const element = scrollRef.current;
     if (!follow || !element) return;
     element.scrollTop = element.scrollHeight;
     lastScrollTop.current = element.scrollTop;
-  }, [follow, count, version]);
+  }, [follow, count, rowCount, version, wrap]);
 
   // Lines let go above the view: keep what the user is reading where it is.
   const previousFirstLine = useRef(firstLine);
@@ -87,20 +146,22 @@ export function LogView({
   }, [firstLine, follow]);
 
   const activeLine = matches[active]?.line;
+  const activeRow = activeLine === undefined ? undefined : rows.rowOf(activeLine);
   useEffect(() => {
-    if (activeLine !== undefined) virtualizer.scrollToIndex(activeLine, { align: 'center' });
-  }, [activeLine, active, virtualizer]);
+    if (activeRow !== undefined) virtualizer.scrollToIndex(activeRow, { align: 'center' });
+  }, [activeRow, active, virtualizer]);
 
   // The target line, once it is loaded (history may still be arriving): to the middle, once per
   // move, so that scrolling away from it afterwards is the user's to do.
   const scrolledTo = useRef<string | null>(null);
+  const targetRow = target === null || target < 0 || target >= count ? null : rows.rowOf(target);
   useEffect(() => {
-    if (target === null || target < 0 || target >= count) return;
+    if (targetRow === null) return;
     const move = `${targetMove}:${target}`;
     if (scrolledTo.current === move) return;
     scrolledTo.current = move;
-    virtualizer.scrollToIndex(target, { align: 'center' });
-  }, [target, targetMove, count, virtualizer]);
+    virtualizer.scrollToIndex(targetRow, { align: 'center' });
+  }, [target, targetRow, targetMove, virtualizer]);
   // While a target is waited for or was just shown, reaching the bottom (a short log, a target
   // near the end) does not resume follow: only the user's own scrolling does, or Jump to latest.
   const pinned = useRef(false);
@@ -124,10 +185,72 @@ export function LogView({
   };
 
   const digits = String(Math.max(firstLine + lines.length, 1)).length;
+  const numberOf = (index: number) => firstLine + index + 1;
+  const numberLink = (index: number) => {
+    const number = numberOf(index);
+    const onClick = (event: MouseEvent<HTMLAnchorElement>) => {
+      // Another tab or window: the browser's to do.
+      if (!onLineClick || event.metaKey || event.ctrlKey || event.altKey || event.button !== 0) {
+        return;
+      }
+      event.preventDefault();
+      onLineClick(index, event.shiftKey);
+    };
+    return (
+      <a
+        className="line-number"
+        href={`#L${number}`}
+        aria-label={`Line ${number}`}
+        onClick={onClick}
+        // A number is not text to select along with the log's.
+        onMouseDown={(event) => event.shiftKey && event.preventDefault()}
+      >
+        {String(number).padStart(digits, ' ')}
+      </a>
+    );
+  };
+  const timeCell = (index: number) => {
+    if (timestamps === 'off') return null;
+    const time = info.timeOf(index);
+    const text = timestamps === 'clock' ? formatClock(time) : formatElapsed(time, startTime);
+    return (
+      <span className="line-time" data-testid="line-time">
+        {text.padStart(timestamps === 'clock' ? 12 : 10, ' ')}
+      </span>
+    );
+  };
+  const header = (section: Section) => {
+    const isFolded = folded(section);
+    const duration = formatSpan(section.durationMs);
+    return (
+      <>
+        <button
+          type="button"
+          className="section-toggle"
+          aria-expanded={!isFolded}
+          aria-label={`${isFolded ? 'Unfold' : 'Fold'} ${section.title || section.kind}`}
+          onClick={() => onToggle(section)}
+          style={{ marginLeft: `${section.depth}rem` }}
+        >
+          {isFolded ? '▸' : '▾'}
+        </button>
+        <span className="section-title">
+          {section.kind === 'step' ? <span className="section-kind">step </span> : null}
+          {section.title || (section.kind === 'group' ? 'group' : '')}
+        </span>
+        <span className="section-facts" data-testid="section-facts">
+          {section.lines.toLocaleString('en-US')} {section.lines === 1 ? 'line' : 'lines'}
+          {duration ? ` · ${duration}` : ''}
+          {section.error ? <span className="section-error"> · error</span> : null}
+        </span>
+      </>
+    );
+  };
+
   return (
     <div
       ref={scrollRef}
-      className="log"
+      className={wrap ? 'log log-wrap' : 'log'}
       data-testid="log"
       role="log"
       aria-label="Run log"
@@ -141,29 +264,84 @@ export function LogView({
       onTouchStart={unpin}
     >
       <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
-        {virtualizer.getVirtualItems().map((item) => (
-          <div
-            key={item.key}
-            className={item.index === target ? 'log-line line-target' : 'log-line'}
-            data-index={item.index}
-            data-line={firstLine + item.index + 1}
-            style={{
-              position: 'absolute',
-              top: 0,
-              left: 0,
-              width: '100%',
-              height: item.size,
-              transform: `translateY(${item.start}px)`,
-            }}
-          >
-            <span className="line-number" aria-hidden="true">
-              {String(firstLine + item.index + 1).padStart(digits, ' ')}
-            </span>
-            <span className="line-text">
-              <AnsiLine text={lines.line(item.index)} marks={marksByLine.get(item.index)} />
-            </span>
-          </div>
-        ))}
+        {virtualizer.getVirtualItems().map((item) => {
+          const at = rows.at(item.index);
+          const style = {
+            position: 'absolute' as const,
+            top: 0,
+            left: 0,
+            width: '100%',
+            ...(wrap ? {} : { height: item.size }),
+            transform: `translateY(${item.start}px)`,
+          };
+          const measure = wrap ? virtualizer.measureElement : undefined;
+          if (at < 0) {
+            const section = sections[-1 - at]!;
+            return (
+              <div
+                key={item.key}
+                ref={measure}
+                className={
+                  section.error
+                    ? 'log-line section-header section-failed'
+                    : 'log-line section-header'
+                }
+                data-index={item.index}
+                data-section={section.key}
+                style={style}
+              >
+                <span className="line-number" aria-hidden="true">
+                  {' '.repeat(digits)}
+                </span>
+                {timeCell(section.first)}
+                {header(section)}
+              </div>
+            );
+          }
+          const group = groupAt.get(at);
+          const level = info.levelOf(at);
+          const classes = ['log-line'];
+          if (highlight && at >= highlight.first && at <= highlight.last) {
+            classes.push('line-target');
+            if (highlight.first !== highlight.last) classes.push('line-in-range');
+          }
+          if (at === target) classes.push('line-focus');
+          if (level === LEVEL_ERROR) classes.push('line-error');
+          else if (level === LEVEL_WARNING) classes.push('line-warning');
+          if (group) classes.push('section-header');
+          if (group?.error) classes.push('section-failed');
+          return (
+            <div
+              key={item.key}
+              ref={measure}
+              className={classes.join(' ')}
+              data-index={item.index}
+              data-line={numberOf(at)}
+              {...(group ? { 'data-section': group.key } : {})}
+              style={style}
+            >
+              {numberLink(at)}
+              {timeCell(at)}
+              {group ? (
+                header(group)
+              ) : (
+                <span className="line-text">
+                  <AnsiLine text={lines.line(at)} marks={marksByLine.get(at)} />
+                </span>
+              )}
+              {onCopyLink ? (
+                <button
+                  type="button"
+                  className="copy-link"
+                  aria-label={`Copy link to line ${numberOf(at)}`}
+                  onClick={() => onCopyLink(at)}
+                >
+                  Copy link
+                </button>
+              ) : null}
+            </div>
+          );
+        })}
       </div>
     </div>
   );

@@ -14,7 +14,15 @@ import { IncrementalSearch } from './log-search.js';
 import { tailAfterHistory } from './history-tail.js';
 import { rangedLogHistory } from './log-history.js';
 import type { LogHistoryFn } from './log-history.js';
+import { LevelGutter } from './LevelGutter.js';
+import { countErrors, levelMarks } from './level-marks.js';
+import { lineHash } from './line-links.js';
+import type { LineRange } from './line-links.js';
+import { LEVEL_ERROR, levelPatterns, storedLevelRules } from './log-levels.js';
 import { LogView } from './LogView.js';
+import { useSections } from './use-sections.js';
+import { TIMESTAMP_MODES, TIMESTAMPS_KEY, WRAP_KEY, useStoredChoice } from './view-settings.js';
+import type { TimestampMode } from './view-settings.js';
 import { ProgressBar, progressOf } from './ProgressBar.js';
 import type { Progress } from './ProgressBar.js';
 import { SearchBar } from './SearchBar.js';
@@ -29,6 +37,21 @@ interface RunFacts {
   /** When its terminal status was written. */
   endedAt: string | null;
   progress: Progress | null;
+}
+
+/** A step's event that says it failed (`{"state": "failed"}` or `{"status": "failed"}`). */
+function failedStepOf(entry: Entry): string | null {
+  if (entry.kind !== 'step' || entry.step === undefined) return null;
+  const data = entry.data as { state?: unknown; status?: unknown } | undefined;
+  return data?.state === 'failed' || data?.status === 'failed' ? entry.step : null;
+}
+
+function browserStorage(): Storage | null {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
 }
 
 const NO_FACTS: RunFacts = { status: null, startedAt: null, endedAt: null, progress: null };
@@ -59,6 +82,7 @@ export function RunView({
   latest = false,
   maxLogChars,
   targetLine = null,
+  targetLastLine = null,
   targetMove = 0,
 }: {
   pipeline: string;
@@ -79,11 +103,15 @@ export function RunView({
    * middle of the view and highlighted, and follow stops so that it stays there.
    */
   targetLine?: number | null;
+  /** The last line of a range (`#L120-L140`): the lines from `targetLine` to it are highlighted. */
+  targetLastLine?: number | null;
   /** Changes with each move to `targetLine` (a click on a link to it again goes there again). */
   targetMove?: number;
 }) {
   // Appended in place (see LogBuffer); `version` says when it changed.
-  const [buffer] = useState(() => new LogBuffer(maxLogChars));
+  const [buffer] = useState(
+    () => new LogBuffer(maxLogChars, levelPatterns(storedLevelRules(browserStorage()))),
+  );
   const [searcher] = useState(() => new IncrementalSearch());
   const [version, bumpVersion] = useFrameVersion();
   const [events, setEvents] = useState<Entry[]>([]);
@@ -93,10 +121,34 @@ export function RunView({
   // A new target stops follow at once, so the log waits where it is until the line arrives.
   const target = `${targetLine}:${targetMove}`;
   const [seenTarget, setSeenTarget] = useState(target);
+  const addressed = (): LineRange | null =>
+    targetLine === null
+      ? null
+      : {
+          first: Math.min(targetLine, targetLastLine ?? targetLine),
+          last: Math.max(targetLine, targetLastLine ?? targetLine),
+        };
+  // The lines highlighted: the address's, then the ones clicked.
+  const [selection, setSelection] = useState<LineRange | null>(addressed);
+  // Where the log is to be scrolled to (a line number of the log), once per move.
+  const [goTo, setGoTo] = useState<{ line: number; move: string } | null>(
+    targetLine === null ? null : { line: targetLine, move: `a${targetMove}` },
+  );
   if (target !== seenTarget) {
     setSeenTarget(target);
     if (targetLine !== null) setFollow(false);
+    setSelection(addressed());
+    setGoTo(targetLine === null ? null : { line: targetLine, move: `a${targetMove}` });
   }
+  const anchor = useRef<number | null>(targetLine);
+  const [copied, setCopied] = useState('');
+  const [timestamps, setTimestamps] = useStoredChoice<TimestampMode>(
+    TIMESTAMPS_KEY,
+    TIMESTAMP_MODES,
+    'off',
+  );
+  const [wrap, setWrap] = useStoredChoice(WRAP_KEY, ['off', 'on'] as const, 'off');
+  const [failedSteps, setFailedSteps] = useState<ReadonlySet<string>>(new Set());
   const [query, setQuery] = useState('');
   const [active, setActive] = useState(0);
   const searchInput = useRef<HTMLInputElement>(null);
@@ -111,9 +163,10 @@ export function RunView({
       history,
       { pipeline, runId },
       {
-        onText: (text) => {
+        onText: (text, prefix) => {
           given = true;
-          buffer.append(text);
+          if (prefix) buffer.appendPrefixed(text, prefix);
+          else buffer.append(text);
           bumpVersion();
         },
         onAbandon: () => {
@@ -135,6 +188,7 @@ export function RunView({
           bumpVersion();
           setEvents([]);
           setFacts(NO_FACTS);
+          setFailedSteps(new Set());
           setNotices(['The server no longer had this view’s position; the run was reloaded.']);
         } else {
           const { fromSeq, toSeq } = event.gap;
@@ -156,11 +210,13 @@ export function RunView({
         previous.startedAt ? previous : { ...previous, startedAt: entry.time },
       );
       if (entry.kind === 'log') {
-        buffer.append(entry.text ?? '');
+        buffer.append(entry.text ?? '', { time: Date.parse(entry.time), step: entry.step });
         bumpVersion();
         return;
       }
       setEvents((previous) => [entry, ...previous.slice(0, EVENTS_KEPT - 1)]);
+      const failedStep = failedStepOf(entry);
+      if (failedStep !== null) setFailedSteps((previous) => new Set(previous).add(failedStep));
       if (entry.kind === 'status') {
         const status = (entry.data as { status?: unknown } | undefined)?.status;
         if (isRunStatus(status)) {
@@ -215,7 +271,70 @@ export function RunView({
     : '—';
 
   // `lines[i]` is line `dropped + i + 1` of the log.
-  const targetIndex = targetLine === null ? null : targetLine - 1 - buffer.dropped;
+  const indexOf = (line: number) => line - 1 - buffer.dropped;
+  const targetIndex = targetLine === null ? null : indexOf(targetLine);
+  const goToIndex = goTo === null ? null : indexOf(goTo.line);
+  const activeLine = search.matches[shown]?.line;
+  const reveal = [activeLine, goToIndex].filter(
+    (line): line is number => line !== undefined && line !== null && line >= 0,
+  );
+  const log = useSections(buffer, version, {
+    finished: facts.endedAt !== null,
+    failedSteps,
+    reveal,
+  });
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const marks = useMemo(() => levelMarks(buffer), [buffer, version]);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const errors = useMemo(() => countErrors(buffer), [buffer, version]);
+
+  const jumps = useRef(0);
+  const jumpTo = (index: number) => {
+    jumps.current += 1;
+    setFollow(false);
+    setGoTo({ line: buffer.dropped + index + 1, move: `j${jumps.current}` });
+  };
+  const onErrorStep = (direction: 1 | -1) => {
+    const from = goToIndex ?? (direction === 1 ? -1 : buffer.length);
+    let next = buffer.findLevel(from + direction, direction, LEVEL_ERROR);
+    // Past the last (or before the first): round again from the other end.
+    if (next === -1) {
+      next = buffer.findLevel(direction === 1 ? 0 : buffer.length - 1, direction, LEVEL_ERROR);
+    }
+    if (next !== -1) jumpTo(next);
+  };
+  const onLineClick = (index: number, extend: boolean) => {
+    const line = buffer.dropped + index + 1;
+    const from = extend && anchor.current !== null ? anchor.current : line;
+    if (!extend) anchor.current = line;
+    const range = { first: Math.min(from, line), last: Math.max(from, line) };
+    setSelection(range);
+    setFollow(false);
+    // The address says it, for a reload or a copy of it; the view is not moved.
+    const { pathname, search: query } = window.location;
+    window.history.replaceState(window.history.state, '', pathname + query + lineHash(range));
+  };
+  const onCopyLink = (index: number) => {
+    const line = buffer.dropped + index + 1;
+    const range =
+      selection && line >= selection.first && line <= selection.last
+        ? selection
+        : { first: line, last: line };
+    const { origin, pathname, search: query } = window.location;
+    const url = origin + pathname + query + lineHash(range);
+    const said =
+      range.first === range.last ? `line ${range.first}` : `lines ${range.first}–${range.last}`;
+    const clipboard = navigator.clipboard as Clipboard | undefined;
+    if (!clipboard) {
+      setCopied(`Could not copy the link to ${said}: no clipboard here.`);
+      return;
+    }
+    clipboard.writeText(url).then(
+      () => setCopied(`Copied the link to ${said}.`),
+      () => setCopied(`Could not copy the link to ${said}.`),
+    );
+  };
+  const startTime = facts.startedAt ? Date.parse(facts.startedAt) : buffer.timeOf(0);
 
   const runBody = (
     <>
@@ -250,6 +369,47 @@ export function RunView({
               onStep={onStep}
               inputRef={searchInput}
             />
+            <span className="error-nav">
+              <span data-testid="error-count">
+                {errors === 1 ? '1 error' : `${errors.toLocaleString('en-US')} errors`}
+              </span>
+              <button
+                type="button"
+                aria-label="Previous error"
+                disabled={errors === 0}
+                onClick={() => onErrorStep(-1)}
+              >
+                ↑ error
+              </button>
+              <button
+                type="button"
+                aria-label="Next error"
+                disabled={errors === 0}
+                onClick={() => onErrorStep(1)}
+              >
+                ↓ error
+              </button>
+            </span>
+            <label>
+              Times{' '}
+              <select
+                aria-label="Timestamps"
+                value={timestamps}
+                onChange={(event) => setTimestamps(event.target.value as TimestampMode)}
+              >
+                <option value="off">off</option>
+                <option value="clock">wall clock</option>
+                <option value="elapsed">since start</option>
+              </select>
+            </label>
+            <label>
+              <input
+                type="checkbox"
+                checked={wrap === 'on'}
+                onChange={(event) => setWrap(event.target.checked ? 'on' : 'off')}
+              />{' '}
+              Wrap lines
+            </label>
             <span data-testid="follow-state">{follow ? 'Following' : 'Paused'}</span>
             {follow ? null : (
               <button type="button" onClick={jumpToLatest}>
@@ -257,17 +417,38 @@ export function RunView({
               </button>
             )}
           </div>
-          <LogView
-            lines={buffer}
-            firstLine={buffer.dropped}
-            version={version}
-            follow={follow}
-            onFollowChange={setFollow}
-            matches={search.matches}
-            active={shown}
-            target={targetIndex}
-            targetMove={targetMove}
-          />
+          <span className="copied" role="status">
+            {copied}
+          </span>
+          <div className="log-frame">
+            <LogView
+              lines={buffer}
+              firstLine={buffer.dropped}
+              version={version}
+              follow={follow}
+              onFollowChange={setFollow}
+              matches={search.matches}
+              active={shown}
+              target={goToIndex}
+              targetMove={goTo?.move ?? ''}
+              rows={log.rows}
+              sections={log.sections}
+              folded={log.folded}
+              onToggle={log.toggle}
+              info={buffer}
+              timestamps={timestamps}
+              startTime={startTime}
+              wrap={wrap === 'on'}
+              highlight={
+                selection
+                  ? { first: indexOf(selection.first), last: indexOf(selection.last) }
+                  : null
+              }
+              onLineClick={onLineClick}
+              onCopyLink={onCopyLink}
+            />
+            <LevelGutter marks={marks} firstLine={buffer.dropped} onJump={jumpTo} />
+          </div>
         </div>
         <EventsPanel events={events} kept={EVENTS_KEPT} />
       </div>

@@ -1,3 +1,8 @@
+import { LEVEL_ERROR, LEVEL_WARNING, levelPatterns, DEFAULT_LEVEL_RULES } from './log-levels.js';
+import type { LevelPatterns } from './log-levels.js';
+import { PrefixReader } from './line-prefix.js';
+import type { PrefixFields } from './line-prefix.js';
+
 /** How much log text a view keeps (UTF-16 code units, about bytes for most logs). */
 export const DEFAULT_MAX_CHARS = 256 * 1024 * 1024;
 
@@ -14,13 +19,31 @@ export function linesOf(lines: readonly string[]): LogLines {
 
 const FIRST_CAPACITY = 1024;
 
+/** A line that opens (`::group::<title>`, `##[group]<title>`) or closes a section. */
+export const MARKER_NONE = 0;
+export const MARKER_GROUP = 1;
+export const MARKER_END = 2;
+const GROUP_MARKERS = ['::group::', '##[group]'];
+const END_MARKERS = ['::endgroup::', '##[endgroup]'];
+
+/** What a live entry says of the lines it brings. */
+export interface LineMeta {
+  /** When the entry was stored (ms since the epoch). */
+  time?: number;
+  step?: string | undefined;
+}
+
+const PER_LINE = ['piece', 'start', 'end', 'times', 'steps', 'levels', 'markers'] as const;
+
 /**
  * A run's log as lines, appended in place. The text is kept as the pieces it arrived in (a page
  * of history is megabytes, a live entry a few lines), and a line is only where it is: which
  * piece, from where to where, in typed arrays. A 100 MB log is a million lines, and a string
  * object per line would cost more than the text (docs/BENCHMARKS.md, "Dashboard: a large log in
- * the run view"); a line's string is made when it is shown or searched. Views re-render on a
- * version counter. Past `maxChars` the oldest lines are let go (a tab has only so much memory);
+ * the run view"); a line's string is made when it is shown or searched. What the view needs to
+ * know of every line — its time, its step, whether it is an error or a warning, whether it opens
+ * or closes a section — is kept the same way, a number per line. Views re-render on a version
+ * counter. Past `maxChars` the oldest lines are let go (a tab has only so much memory);
  * `dropped` counts them, so line numbers stay the log's own.
  */
 export class LogBuffer implements LogLines {
@@ -28,17 +51,33 @@ export class LogBuffer implements LogLines {
   dropped = 0;
   /** How many times the log was cleared (a new log begins each time). */
   clears = 0;
+  /** A line opened or closed a section, or came with a step: sections are worth looking for. */
+  structured = false;
   private pieces: string[] = [];
   private piece = new Uint32Array(FIRST_CAPACITY);
   private start = new Uint32Array(FIRST_CAPACITY);
   private end = new Uint32Array(FIRST_CAPACITY);
+  /** ms since the epoch, NaN when not known. */
+  private times = new Float64Array(FIRST_CAPACITY);
+  /** An index in `stepNames`; 0 is no step. */
+  private steps = new Uint16Array(FIRST_CAPACITY);
+  private levels = new Uint8Array(FIRST_CAPACITY);
+  private markers = new Uint8Array(FIRST_CAPACITY);
+  private stepNames: string[] = [''];
+  private stepIds = new Map<string, number>([['', 0]]);
   private count = 0;
   /** The last line has no newline yet: the next text continues it. */
   private open = false;
   /** Text held, newlines included. */
   private chars = 0;
+  private readonly patterns: LevelPatterns;
 
-  constructor(private readonly maxChars = DEFAULT_MAX_CHARS) {}
+  constructor(
+    private readonly maxChars = DEFAULT_MAX_CHARS,
+    patterns: LevelPatterns = levelPatterns(DEFAULT_LEVEL_RULES),
+  ) {
+    this.patterns = patterns;
+  }
 
   get length(): number {
     return this.count;
@@ -49,37 +88,102 @@ export class LogBuffer implements LogLines {
     return this.pieces[this.piece[index]!]!.slice(this.start[index], this.end[index]);
   }
 
+  /** When the line's entry was stored (ms), or NaN. */
+  timeOf(index: number): number {
+    return this.times[index] ?? Number.NaN;
+  }
+
+  /** The step the line was written under ('' for none). */
+  stepOf(index: number): string {
+    return this.stepNames[this.steps[index] ?? 0] ?? '';
+  }
+
+  /** The step as a number (0 for none): equal numbers, equal steps. */
+  stepIdOf(index: number): number {
+    return this.steps[index] ?? 0;
+  }
+
+  /** LEVEL_NONE, LEVEL_WARNING or LEVEL_ERROR. */
+  levelOf(index: number): number {
+    return this.levels[index] ?? 0;
+  }
+
+  /** MARKER_NONE, MARKER_GROUP or MARKER_END. */
+  markerOf(index: number): number {
+    return this.markers[index] ?? 0;
+  }
+
+  /** The next line from `from` on (or back, with `direction` -1) at `level`, or -1. */
+  findLevel(from: number, direction: 1 | -1, level: number): number {
+    for (let index = from; index >= 0 && index < this.count; index += direction) {
+      if (this.levels[index] === level) return index;
+    }
+    return -1;
+  }
+
   /** Every line, as strings (for tests and small logs). */
   toArray(): string[] {
     return Array.from({ length: this.count }, (_, index) => this.line(index));
   }
 
-  append(text: string): void {
+  /** Log text of a live entry: its lines get its time and step. */
+  append(text: string, meta: LineMeta = {}): void {
+    this.add(text, meta, null);
+  }
+
+  /**
+   * Log text of a `log.txt` read with prefixes (docs/API.md): each line that begins in it
+   * begins with its time and/or step, which are kept per line; the line is the text after them
+   * (the piece keeps the prefixes, which costs less than copying the page without them).
+   */
+  appendPrefixed(text: string, fields: PrefixFields): void {
+    this.add(text, {}, fields);
+  }
+
+  private add(text: string, meta: LineMeta, prefixed: PrefixFields | null): void {
     if (text === '') return;
     this.chars += text.length;
+    const time = meta.time ?? Number.NaN;
+    const step = this.stepId(meta.step);
     let from = 0;
     if (this.open) {
       // The open line goes on: it becomes a piece of its own, its old text and the new joined.
+      const last = this.count - 1;
       const newline = text.indexOf('\n');
       const upTo = newline === -1 ? text.length : newline;
-      const joined = this.line(this.count - 1) + text.slice(0, upTo);
+      const joined = this.line(last) + text.slice(0, upTo);
+      const [keptTime, keptStep] = [this.times[last]!, this.steps[last]!];
       this.count -= 1;
-      this.push(this.addPiece(joined), 0, joined.length);
+      const piece = this.addPiece(joined);
+      this.push(piece, 0, joined.length, keptTime, keptStep);
+      this.classify(piece, last, last + 1);
       if (newline === -1) return this.trimIfOver();
       this.open = false;
       from = newline + 1;
     }
     if (from < text.length) {
       const piece = this.addPiece(text);
-      for (let newline = text.indexOf('\n', from); newline !== -1;) {
-        this.push(piece, from, newline);
+      const first = this.count;
+      const reader = prefixed ? this.readerFor(prefixed) : null;
+      while (from < text.length) {
+        let lineTime = time;
+        let lineStep = step;
+        const newline = text.indexOf('\n', from);
+        const lineEnd = newline === -1 ? text.length : newline;
+        if (reader) {
+          const fields = reader.read(text, from, lineEnd);
+          from = fields.textStart;
+          lineTime = fields.time;
+          lineStep = this.stepId(fields.step);
+        }
+        this.push(piece, from, lineEnd, lineTime, lineStep);
+        if (newline === -1) {
+          this.open = true;
+          break;
+        }
         from = newline + 1;
-        newline = text.indexOf('\n', from);
       }
-      if (from < text.length) {
-        this.push(piece, from, text.length);
-        this.open = true;
-      }
+      this.classify(piece, first, this.count);
     }
     this.trimIfOver();
   }
@@ -90,7 +194,77 @@ export class LogBuffer implements LogLines {
     this.open = false;
     this.chars = 0;
     this.dropped = 0;
+    this.structured = false;
+    this.reader = null;
     this.clears += 1;
+  }
+
+  private reader: PrefixReader | null = null;
+  private readerFor(fields: PrefixFields): PrefixReader {
+    this.reader ??= new PrefixReader(fields);
+    return this.reader;
+  }
+
+  private stepId(name: string | undefined): number {
+    if (!name) return 0;
+    let id = this.stepIds.get(name);
+    if (id === undefined) {
+      // 65,535 steps at most in a view; more share the last number (a label, not a key).
+      id = Math.min(this.stepNames.length, 0xffff);
+      if (id === this.stepNames.length) this.stepNames.push(name);
+      this.stepIds.set(name, id);
+    }
+    this.structured = true;
+    return id;
+  }
+
+  /**
+   * Levels and section markers of lines [first, to), all in `piece`: each level's expression is
+   * run over the piece once, not once per line, and a match is put on the line it falls in.
+   */
+  private classify(piece: number, first: number, to: number): void {
+    if (first >= to) return;
+    const text = this.pieces[piece]!;
+    for (let index = first; index < to; index += 1) {
+      const at = this.start[index]!;
+      const c = text.charCodeAt(at);
+      // Only `:` or `#` can begin a marker: most lines are passed over on their first character.
+      const marker =
+        c !== 58 && c !== 35
+          ? 0
+          : GROUP_MARKERS.some((m) => text.startsWith(m, at))
+            ? MARKER_GROUP
+            : END_MARKERS.some((m) => text.startsWith(m, at))
+              ? MARKER_END
+              : 0;
+      this.markers[index] = marker;
+      if (marker) this.structured = true;
+    }
+    const mark = (pattern: RegExp | null, level: number) => {
+      if (!pattern) return;
+      let index = first;
+      pattern.lastIndex = this.start[first]!;
+      const limit = this.end[to - 1]!;
+      for (
+        let found = pattern.exec(text);
+        found && found.index <= limit;
+        found = pattern.exec(text)
+      ) {
+        while (index < to && this.end[index]! < found.index) index += 1;
+        if (index === to) break;
+        // A match in a line's prefix (its time or step) is not the line's.
+        if (found.index >= this.start[index]!) {
+          if (this.levels[index]! < level) this.levels[index] = level;
+          pattern.lastIndex = this.end[index]! + 1;
+        } else {
+          pattern.lastIndex = this.start[index]!;
+        }
+        if (found[0] === '') pattern.lastIndex += 1;
+      }
+    };
+    this.levels.fill(0, first, to);
+    mark(this.patterns.warning, LEVEL_WARNING);
+    mark(this.patterns.error, LEVEL_ERROR);
   }
 
   private addPiece(text: string): number {
@@ -98,21 +272,33 @@ export class LogBuffer implements LogLines {
     return this.pieces.length - 1;
   }
 
-  private push(piece: number, start: number, end: number): void {
+  private push(piece: number, start: number, end: number, time: number, step: number): void {
     if (this.count === this.piece.length) this.grow();
     this.piece[this.count] = piece;
     this.start[this.count] = start;
     this.end[this.count] = end;
+    this.times[this.count] = time;
+    this.steps[this.count] = step;
     this.count += 1;
   }
 
   private grow(): void {
     const capacity = this.piece.length * 2;
-    for (const name of ['piece', 'start', 'end'] as const) {
-      const bigger = new Uint32Array(capacity);
-      bigger.set(this[name]);
-      this[name] = bigger;
-    }
+    const grown = <T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(
+      old: T,
+      make: (length: number) => T,
+    ): T => {
+      const bigger = make(capacity);
+      bigger.set(old);
+      return bigger;
+    };
+    this.piece = grown(this.piece, (n) => new Uint32Array(n));
+    this.start = grown(this.start, (n) => new Uint32Array(n));
+    this.end = grown(this.end, (n) => new Uint32Array(n));
+    this.times = grown(this.times, (n) => new Float64Array(n));
+    this.steps = grown(this.steps, (n) => new Uint16Array(n));
+    this.levels = grown(this.levels, (n) => new Uint8Array(n));
+    this.markers = grown(this.markers, (n) => new Uint8Array(n));
   }
 
   private trimIfOver(): void {
@@ -128,9 +314,7 @@ export class LogBuffer implements LogLines {
       freed += this.end[count]! - this.start[count]! + 1;
       count += 1;
     }
-    for (const name of ['piece', 'start', 'end'] as const) {
-      this[name].copyWithin(0, count, this.count);
-    }
+    for (const name of PER_LINE) this[name].copyWithin(0, count, this.count);
     this.count -= count;
     this.chars -= freed;
     this.dropped += count;

@@ -1,4 +1,6 @@
 import { runPath } from '../../../src/client/index.js';
+import { PREFIX_HEADER, prefixFieldsOf } from './line-prefix.js';
+import type { PrefixFields } from './line-prefix.js';
 
 /** A page of history: big enough that a 100 MB log is a few requests, small enough to show early. */
 export const HISTORY_PAGE_BYTES = 16 * 1024 * 1024;
@@ -10,14 +12,15 @@ export interface RunTarget {
 }
 
 /**
- * Reads a run's log text before its stream opens, handing each page's text to `onText` in order;
+ * Reads a run's log text before its stream opens, handing each page's text to `onText` in order
+ * (with the prefixes its lines begin with, docs/API.md: null for the log's own text);
  * resolves with the stream cursor the text ends at (for `?logAfter=`), or null when the server
  * could not give it whole (an error status, an older server): the caller then streams the whole
  * log instead, having let go of what `onText` was given.
  */
 export type LogHistoryFn = (
   target: RunTarget,
-  onText: (text: string) => void,
+  onText: (text: string, prefix: PrefixFields | null) => void,
   signal: AbortSignal,
 ) => Promise<string | null>;
 
@@ -30,11 +33,13 @@ const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
  * while a page is split into lines. The last page is the one that reaches the log's length as
  * the server answered it, where a log entry ends; its `Tailwater-Log-Cursor` names that entry.
  * Bytes are decoded as one stream, since a range may end inside a character. Cookies go with it
- * as with every request of the page (same origin).
+ * as with every request of the page (same origin). Each line comes with its entry's time and
+ * step (`?timestamps=true&steps=true`): ranges still count the log's own bytes, and a server that
+ * does not know the parameters says no `Tailwater-Log-Prefix`, so its text is taken as it is.
  */
 export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES): LogHistoryFn {
   return async (target, onText, signal) => {
-    const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt`;
+    const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt?timestamps=true&steps=true`;
     const ask = (from: number) =>
       fetch(url, { headers: { range: `bytes=${from}-${from + pageBytes - 1}` }, signal });
     const decoder = new TextDecoder();
@@ -59,7 +64,7 @@ export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES)
       const last = !range || end >= Number(range[3]);
       if (!last) next = ask(end);
       const text = decoder.decode(await response.arrayBuffer(), { stream: !last });
-      if (text !== '') onText(text);
+      if (text !== '') onText(text, prefixFieldsOf(response.headers.get(PREFIX_HEADER)));
       if (last) return response.headers.get(CURSOR_HEADER);
     }
   };
