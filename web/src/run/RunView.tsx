@@ -283,10 +283,12 @@ export function RunView({
     failedSteps,
     reveal,
   });
+  // Like the sections: the buffer's version and length stand for its contents.
+  const lineCount = buffer.length;
   // eslint-disable-next-line react-hooks/exhaustive-deps
-  const marks = useMemo(() => levelMarks(buffer), [buffer, version]);
+  const marks = useMemo(() => levelMarks(buffer), [buffer, version, lineCount]);
   // eslint-disable-next-line react-hooks/exhaustive-deps
-  const errors = useMemo(() => countErrors(buffer), [buffer, version]);
+  const errors = useMemo(() => countErrors(buffer), [buffer, version, lineCount]);
 
   const jumps = useRef(0);
   const jumpTo = (index: number) => {

@@ -29,9 +29,11 @@ export function useSections(
     reveal,
   }: { finished: boolean; failedSteps: ReadonlySet<string>; reveal: readonly number[] },
 ): FoldedLog {
-  // `version` stands for the buffer's contents, which change in place.
+  // `version` and the length stand for the buffer's contents, which change in place: a render
+  // for another reason may show lines the last version did not announce yet.
+  const count = buffer.length;
   // eslint-disable-next-line react-hooks/exhaustive-deps
-  const sections = useMemo(() => sectionsOf(buffer), [buffer, version]);
+  const sections = useMemo(() => sectionsOf(buffer), [buffer, version, count]);
   const [chosen, setChosen] = useState<ReadonlyMap<string, boolean>>(new Map());
 
   // A new line to show: the user's choices for the sections around it give way.
@@ -59,7 +61,6 @@ export function useSections(
       return finished && !failed;
     };
   }, [chosen, revealKey, finished, failedSteps]);
-  const count = buffer.length;
   const rows = useMemo(() => rowsOf(count, sections, folded), [count, sections, folded]);
   const toggle = (section: Section) =>
     setChosen((previous) => new Map(previous).set(section.key, !folded(section)));
