@@ -44,16 +44,28 @@ export async function* prefixedLogBytes(
     }
     if (from > 0) atLineStart = bytes[from - 1] === NEWLINE;
     const head = Buffer.from(prefixOf(chunk, prefix), 'utf8');
-    const parts: Buffer[] = [];
-    let at = from;
-    while (at < to) {
-      if (atLineStart) parts.push(head);
-      const newline = bytes.indexOf(NEWLINE, at);
-      const lineEnd = newline === -1 || newline >= to ? to : newline + 1;
-      parts.push(bytes.subarray(at, lineEnd));
-      atLineStart = lineEnd === newline + 1 && newline !== -1;
-      at = lineEnd;
+    // Lines that begin in [from, to): at `from` if a line begins there, and after each newline
+    // but one that ends the range (the line after it begins in the next chunk, with its time).
+    let starts = atLineStart ? 1 : 0;
+    for (let at = bytes.indexOf(NEWLINE, from); at !== -1 && at < to - 1;) {
+      starts += 1;
+      at = bytes.indexOf(NEWLINE, at + 1);
     }
-    yield parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    // One buffer per chunk, filled byte by byte in one loop: a call per line (Buffer.copy,
+    // subarray) costs more than the bytes of a short line do.
+    const out = Buffer.allocUnsafe(to - from + starts * head.length);
+    const headLength = head.length;
+    let written = 0;
+    if (atLineStart) written += head.copy(out, 0);
+    const last = to - 1;
+    for (let at = from; at < to; at += 1) {
+      const byte = bytes[at]!;
+      out[written++] = byte;
+      if (byte === NEWLINE && at < last) {
+        for (let h = 0; h < headLength; h += 1) out[written++] = head[h]!;
+      }
+    }
+    atLineStart = bytes[to - 1] === NEWLINE;
+    yield out;
   }
 }

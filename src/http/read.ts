@@ -10,6 +10,7 @@ import type { LogChunk, Store } from '../store/store.js';
 import { payloadBytes } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import { entryJson } from './exact-json.js';
+import { markedLogBytes } from './log-marks.js';
 import { prefixedLogBytes } from './log-prefix.js';
 import type { LinePrefix } from './log-prefix.js';
 import { parseLogRange } from './log-range.js';
@@ -54,6 +55,10 @@ const logTextQuery = z.object({
   timestamps: booleanQuery(
     'timestamps',
     "Each line begins with its entry's time (RFC 3339, UTC, milliseconds) and a space.",
+  ),
+  entries: booleanQuery(
+    'entries',
+    "Each entry's text is preceded by U+0000, its time, a space, its step (percent-encoded), U+0000; the dashboard reads its history so.",
   ),
   steps: booleanQuery(
     'steps',
@@ -179,6 +184,7 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
         timestamps: queryValue(logTextQuery, query, 'timestamps'),
         steps: queryValue(logTextQuery, query, 'steps'),
       };
+      const marked = queryValue(logTextQuery, query, 'entries');
       const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
       // The log as it stands now: text appended from here on is the stream's to bring.
       const { logBytes: total, epoch } = await store.bounds(key);
@@ -208,6 +214,12 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
       if (range.type === 'range') {
         void reply.code(206).header('Content-Range', `bytes ${start}-${end - 1}/${total}`);
+      }
+      if (marked) {
+        void reply.header(LOG_PREFIX_HEADER, 'entries');
+        const first = (await store.logChunkAt(key, start))?.offset ?? start;
+        const chunks = logChunks(store, key, first, end);
+        return reply.send(Readable.from(markedLogBytes(chunks, start, end)));
       }
       if (prefix.timestamps || prefix.steps) {
         // Says the prefixes are there: a server that does not know the parameters ignores them.

@@ -118,3 +118,50 @@ describe('log.txt with each line prefixed', () => {
     expect(res.json<{ error: { code: string } }>().error.code).toBe('TW_BAD_QUERY');
   });
 });
+
+describe('log.txt with a mark before each entry (?entries=true)', () => {
+  const mark = (entry: Entry) =>
+    `\u0000${iso(entry)} ${encodeURIComponent(entry.step ?? '')}\u0000`;
+
+  test('each entry’s text comes after U+0000, its time, a space, its step, U+0000', async () => {
+    const res = await logTxt('entries=true');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['tailwater-log-prefix']).toBe('entries');
+    const entries = await logEntries();
+    expect(res.body).toBe(entries.map((entry) => mark(entry) + (entry.text ?? '')).join(''));
+    expect(res.body).toContain(' test%20all\u0000😀 end\n'); // the step, percent-encoded
+  });
+
+  test('a range counts the log’s own bytes; each entry that begins in a page is marked there', async () => {
+    const entries = await logEntries();
+    const bytes = entries.map((entry) => Buffer.from(entry.text ?? '', 'utf8'));
+    for (let page = 1; page <= PLAIN.length; page += 1) {
+      let text = Buffer.alloc(0);
+      for (let from = 0; from < PLAIN.length; from += page) {
+        const res = await logTxt('entries=true', { range: `bytes=${from}-${from + page - 1}` });
+        expect(res.statusCode).toBe(206);
+        expect(res.headers['content-range']).toBe(
+          `bytes ${from}-${Math.min(from + page, PLAIN.length) - 1}/${PLAIN.length}`,
+        );
+        // Without its marks, a page is exactly its bytes of the log.
+        const body = res.rawPayload;
+        const unmarked = Buffer.from(
+          body.toString('latin1').replace(/\u0000[^\u0000]*\u0000/g, ''),
+          'latin1',
+        );
+        expect(unmarked.equals(PLAIN.subarray(from, from + page)), `${from}+${page}`).toBe(true);
+        text = Buffer.concat([text, body]);
+      }
+      // Each mark is its entry's, and comes before that entry's bytes.
+      let at = 0;
+      const whole = text.toString('latin1');
+      for (const [index, entry] of entries.entries()) {
+        const head = Buffer.from(mark(entry), 'utf8').toString('latin1');
+        const found = whole.indexOf(head, at);
+        expect(found, `entry ${index}, pages of ${page}`).toBeGreaterThanOrEqual(0);
+        at = found + head.length;
+        expect(bytes[index]!.length).toBeGreaterThan(0);
+      }
+    }
+  });
+});

@@ -48,8 +48,8 @@ describe('the run view reads history as text, then streams what follows', () => 
     const history: LogHistoryFn = (target, onText, signal) =>
       ranged(
         target,
-        (piece, prefix) => {
-          onText(piece, prefix);
+        (piece, marked) => {
+          onText(piece, marked);
           pages += 1;
           if (pages === 1) void client.appendLog(FQN, 'r1', text(21, 25));
         },
@@ -78,7 +78,7 @@ describe('the run view reads history as text, then streams what follows', () => 
   test('without a usable history (an answer that is not a range) it streams the whole log', async () => {
     await client.appendLog(FQN, 'r1', text(1, 3));
     const broken: LogHistoryFn = async (_target, onText) => {
-      onText(`${line(1)}\n${line(2)}\n`, null); // a partial read, then the server fails
+      onText(`${line(1)}\n${line(2)}\n`, false); // a partial read, then the server fails
       return null;
     };
     const liveTail: TailFn = (options) => tail({ ...options, server: url });

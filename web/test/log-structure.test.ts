@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { LogBuffer, MARKER_END, MARKER_GROUP } from '../src/run/log-buffer.js';
 import { levelMarks } from '../src/run/level-marks.js';
-import { PrefixReader, parseTime, prefixFieldsOf } from '../src/run/line-prefix.js';
+import { isMarked, parseMark, parseTime } from '../src/run/line-prefix.js';
 import { lineRangeOf, lineHash } from '../src/run/line-links.js';
 import {
   LEVEL_ERROR,
@@ -16,46 +16,51 @@ import type { Section } from '../src/run/log-sections.js';
 const T0 = Date.UTC(2026, 10, 29, 8, 0, 0, 123);
 const iso = (ms: number) => new Date(ms).toISOString();
 
-describe('history read with prefixes (log.txt?timestamps=true&steps=true)', () => {
-  test('each line keeps its text, time and step; the prefixes are not part of the line', () => {
+const mark = (ms: number, step = '') => `\u0000${iso(ms)} ${encodeURIComponent(step)}\u0000`;
+
+describe('history read with entry marks (log.txt?entries=true)', () => {
+  test('each line keeps its text and gets the time and step of the mark before it', () => {
     const buffer = new LogBuffer();
-    const fields = { timestamps: true, steps: true };
-    buffer.appendPrefixed(`${iso(T0)} build make all\n${iso(T0 + 5)}  no step\n`, fields);
-    expect(buffer.toArray()).toEqual(['make all', 'no step']);
-    expect([buffer.timeOf(0), buffer.timeOf(1)]).toEqual([T0, T0 + 5]);
-    expect([buffer.stepOf(0), buffer.stepOf(1)]).toEqual(['build', '']);
+    buffer.appendMarked(`${mark(T0, 'build')}make all\ncc a.c\n${mark(T0 + 5)}no step\n`);
+    expect(buffer.toArray()).toEqual(['make all', 'cc a.c', 'no step']);
+    expect([0, 1, 2].map((i) => buffer.timeOf(i))).toEqual([T0, T0, T0 + 5]);
+    expect([0, 1, 2].map((i) => buffer.stepOf(i))).toEqual(['build', 'build', '']);
   });
 
-  test('a line cut across pages keeps its first page’s prefix, and a step is percent-decoded', () => {
+  test('a line cut across entries and pages keeps its first entry’s time; a step is percent-decoded', () => {
     const buffer = new LogBuffer();
-    const fields = { timestamps: true, steps: true };
-    buffer.appendPrefixed(`${iso(T0)} test%20all 😀 st`, fields);
-    buffer.appendPrefixed(`art\n${iso(T0 + 1000)} test%20all done\n`, fields);
+    buffer.appendMarked(`${mark(T0, 'test all')}😀 st`);
+    // The next page begins with the same entry's mark again (the rest of it), then another.
+    buffer.appendMarked(`${mark(T0, 'test all')}art\n${mark(T0 + 1000, 'test all')}do`);
+    buffer.appendMarked(`${mark(T0 + 2000, 'test all')}ne\n`);
     expect(buffer.toArray()).toEqual(['😀 start', 'done']);
     expect(buffer.stepOf(0)).toBe('test all');
     expect([buffer.timeOf(0), buffer.timeOf(1)]).toEqual([T0, T0 + 1000]);
   });
 
-  test('times only, and a line without the expected space keeps its text whole', () => {
-    const reader = new PrefixReader({ timestamps: true, steps: false });
-    const text = `${iso(T0)} hello`;
-    expect(reader.read(text, 0, text.length)).toEqual({ time: T0, step: '', textStart: 25 });
-    expect(reader.read('nospace', 0, 7)).toEqual({ time: Number.NaN, step: '', textStart: 0 });
+  test('marks are not text: levels and markers are the lines’ own', () => {
+    const buffer = new LogBuffer();
+    buffer.appendMarked(`${mark(T0, 'ERROR')}fine\n${mark(T0, 'x')}::group::G\nan ERROR\n`);
+    expect(buffer.toArray()).toEqual(['fine', '::group::G', 'an ERROR']);
+    expect([0, 1, 2].map((i) => buffer.levelOf(i))).toEqual([LEVEL_NONE, LEVEL_NONE, LEVEL_ERROR]);
+    expect(buffer.markerOf(1)).toBe(MARKER_GROUP);
   });
 
-  test('times are read digit by digit, as Date.parse reads them', () => {
+  test('a mark’s fields: the time read digit by digit as Date.parse reads it, the step decoded', () => {
     for (const ms of [0, T0, Date.UTC(1999, 11, 31, 23, 59, 59, 999)]) {
       const text = `x${iso(ms)}`;
       expect(parseTime(text, 1, text.length)).toBe(ms);
     }
     expect(parseTime('2026-11-29T08:00:00+01:00', 0, 25)).toBe(Date.UTC(2026, 10, 29, 7));
+    const text = `${iso(T0)} a%20b`;
+    expect(parseMark(text, 0, text.length)).toEqual({ time: T0, step: 'a b' });
+    expect(parseMark(`${iso(T0)} `, 0, 25)).toEqual({ time: T0, step: '' });
   });
 
-  test('Tailwater-Log-Prefix names the fields; none (an older server) is plain text', () => {
-    expect(prefixFieldsOf('timestamps,steps')).toEqual({ timestamps: true, steps: true });
-    expect(prefixFieldsOf('timestamps')).toEqual({ timestamps: true, steps: false });
-    expect(prefixFieldsOf(null)).toBeNull();
-    expect(prefixFieldsOf('colours')).toBeNull();
+  test('Tailwater-Log-Prefix: entries means marks; none (an older server) is plain text', () => {
+    expect(isMarked('entries')).toBe(true);
+    expect(isMarked('timestamps,steps')).toBe(false);
+    expect(isMarked(null)).toBe(false);
   });
 });
 
@@ -112,15 +117,6 @@ describe('levels', () => {
 
   test('an error outranks a warning on the same line', () => {
     expect(levels('WARN then ERROR\n')).toEqual([LEVEL_ERROR]);
-  });
-
-  test('a match in a history line’s prefix (a step called ERROR) is not the line’s', () => {
-    const buffer = new LogBuffer();
-    buffer.appendPrefixed(`${iso(T0)} ERROR fine\n${iso(T0)} ERROR an ERROR\n`, {
-      timestamps: true,
-      steps: true,
-    });
-    expect([buffer.levelOf(0), buffer.levelOf(1)]).toEqual([LEVEL_NONE, LEVEL_ERROR]);
   });
 
   test('rules of a browser’s own replace the defaults; a broken setting is ignored', () => {

@@ -59,6 +59,7 @@ export function LogView({
   startTime = Number.NaN,
   wrap = false,
   highlight = null,
+  focus = null,
   onLineClick,
   onCopyLink,
 }: {
@@ -88,6 +89,8 @@ export function LogView({
   wrap?: boolean;
   /** Lines highlighted (`line-target`): the address's line or range. */
   highlight?: IndexRange | null;
+  /** The line "next error" (or a gutter mark) went to, outlined (`line-focus`). */
+  focus?: number | null;
   /** A click on a line's number (shift held: a range). Without it the link is followed. */
   onLineClick?: (index: number, extend: boolean) => void;
   onCopyLink?: (index: number) => void;
@@ -305,7 +308,7 @@ export function LogView({
             classes.push('line-target');
             if (highlight.first !== highlight.last) classes.push('line-in-range');
           }
-          if (at === target) classes.push('line-focus');
+          if (at === focus) classes.push('line-focus');
           if (level === LEVEL_ERROR) classes.push('line-error');
           else if (level === LEVEL_WARNING) classes.push('line-warning');
           if (group) classes.push('section-header');

@@ -130,7 +130,8 @@ export function RunView({
         };
   // The lines highlighted: the address's, then the ones clicked.
   const [selection, setSelection] = useState<LineRange | null>(addressed);
-  // Where the log is to be scrolled to (a line number of the log), once per move.
+  // Where the log is to be scrolled to (a line number of the log), once per move: `a…` for an
+  // address, `j…` for a jump to an error.
   const [goTo, setGoTo] = useState<{ line: number; move: string } | null>(
     targetLine === null ? null : { line: targetLine, move: `a${targetMove}` },
   );
@@ -163,9 +164,9 @@ export function RunView({
       history,
       { pipeline, runId },
       {
-        onText: (text, prefix) => {
+        onText: (text, marked) => {
           given = true;
-          if (prefix) buffer.appendPrefixed(text, prefix);
+          if (marked) buffer.appendMarked(text);
           else buffer.append(text);
           bumpVersion();
         },
@@ -446,6 +447,7 @@ export function RunView({
                   ? { first: indexOf(selection.first), last: indexOf(selection.last) }
                   : null
               }
+              focus={goTo?.move.startsWith('j') ? goToIndex : null}
               onLineClick={onLineClick}
               onCopyLink={onCopyLink}
             />

@@ -1,11 +1,10 @@
 import type { TailFn, TailOptions } from '../stream.js';
-import type { PrefixFields } from './line-prefix.js';
 import type { LogHistoryFn, RunTarget } from './log-history.js';
 
 /** What the run view does with the history as it arrives. */
 export interface HistoryHooks {
-  /** Log text of the history, in order, with the prefixes its lines begin with (or null). */
-  onText(text: string, prefix: PrefixFields | null): void;
+  /** Log text of the history, in order; `marked`: with entry marks (`log.txt?entries=true`). */
+  onText(text: string, marked: boolean): void;
   /** The history could not be read whole: let go of its text, the stream brings the log. */
   onAbandon(): void;
 }

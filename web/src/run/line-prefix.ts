@@ -1,17 +1,12 @@
-/** Which prefixes the lines of a `log.txt` answer begin with (its `Tailwater-Log-Prefix`). */
-export interface PrefixFields {
-  timestamps: boolean;
-  steps: boolean;
-}
-
+/** The header that says how a `log.txt` answer marks its entries (docs/API.md). */
 export const PREFIX_HEADER = 'Tailwater-Log-Prefix';
 
-/** The fields a `Tailwater-Log-Prefix` value names, or null for none (a plain log). */
-export function prefixFieldsOf(header: string | null): PrefixFields | null {
-  if (!header) return null;
-  const names = header.split(',').map((name) => name.trim());
-  const fields = { timestamps: names.includes('timestamps'), steps: names.includes('steps') };
-  return fields.timestamps || fields.steps ? fields : null;
+/** The query that asks `log.txt` for a mark before each entry: its time and step. */
+export const MARKED_QUERY = 'entries=true';
+
+/** Whether a `Tailwater-Log-Prefix` value says the text has entry marks (else: plain text). */
+export function isMarked(header: string | null): boolean {
+  return (header ?? '').split(',').some((name) => name.trim() === 'entries');
 }
 
 const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
@@ -22,9 +17,8 @@ const number = (text: string, at: number, length: number) => {
 };
 
 /**
- * `2026-11-29T08:00:00.123Z` at `at` as ms since the epoch, read digit by digit: a million lines
- * of history are a million times, and neither a Date nor a string is made for each. Any other
- * form is read by Date.parse.
+ * `2026-11-29T08:00:00.123Z` at `at` as ms since the epoch, read digit by digit (no Date and no
+ * string made for it); any other form is read by Date.parse.
  */
 export function parseTime(text: string, at: number, end: number): number {
   if (end - at === 24 && text.charCodeAt(at + 23) === 90 /* Z */) {
@@ -42,59 +36,16 @@ export function parseTime(text: string, at: number, end: number): number {
   return Date.parse(text.slice(at, end));
 }
 
-/**
- * Reads the prefixes of lines one after another. Lines of one entry share its time and step, so
- * the text of the last ones read is kept: a prefix equal to it is compared, not parsed again.
- */
-export class PrefixReader {
-  private timeText = '';
-  private time = Number.NaN;
-  private stepText = '';
-  private step = '';
-
-  constructor(private readonly fields: PrefixFields) {}
-
-  /**
-   * The prefix of the line [from, lineEnd): its time (NaN when not asked for or not read), its
-   * step ('' for none) and where its own text begins. A line without the expected spaces keeps
-   * its text whole.
-   */
-  read(
-    text: string,
-    from: number,
-    lineEnd: number,
-  ): { time: number; step: string; textStart: number } {
-    let at = from;
-    let time = Number.NaN;
-    let step = '';
-    if (this.fields.timestamps) {
-      const space = text.indexOf(' ', at);
-      if (space === -1 || space > lineEnd) return { time, step, textStart: from };
-      if (space - at !== this.timeText.length || !text.startsWith(this.timeText, at)) {
-        this.timeText = text.slice(at, space);
-        this.time = parseTime(text, at, space);
-      }
-      time = this.time;
-      at = space + 1;
-    }
-    if (this.fields.steps) {
-      const space = text.indexOf(' ', at);
-      if (space === -1 || space > lineEnd) return { time, step, textStart: from };
-      if (space - at !== this.stepText.length || !text.startsWith(this.stepText, at)) {
-        this.stepText = text.slice(at, space);
-        this.step = decodeStep(this.stepText);
-      }
-      step = this.step;
-      at = space + 1;
-    }
-    return { time, step, textStart: at };
-  }
-}
-
-function decodeStep(encoded: string): string {
+/** A mark's fields, `<time> <step>` in [at, end): the time in ms (NaN if unreadable), the step. */
+export function parseMark(text: string, at: number, end: number): { time: number; step: string } {
+  const space = text.indexOf(' ', at);
+  if (space === -1 || space >= end) return { time: parseTime(text, at, end), step: '' };
+  const encoded = text.slice(space + 1, end);
+  let step = encoded;
   try {
-    return decodeURIComponent(encoded);
+    step = decodeURIComponent(encoded);
   } catch {
-    return encoded;
+    // Not percent-encoded after all: the name as it came.
   }
+  return { time: parseTime(text, at, space), step };
 }

@@ -1,7 +1,6 @@
 import { LEVEL_ERROR, LEVEL_WARNING, levelPatterns, DEFAULT_LEVEL_RULES } from './log-levels.js';
 import type { LevelPatterns } from './log-levels.js';
-import { PrefixReader } from './line-prefix.js';
-import type { PrefixFields } from './line-prefix.js';
+import { parseMark } from './line-prefix.js';
 
 /** How much log text a view keeps (UTF-16 code units, about bytes for most logs). */
 export const DEFAULT_MAX_CHARS = 256 * 1024 * 1024;
@@ -128,19 +127,33 @@ export class LogBuffer implements LogLines {
 
   /** Log text of a live entry: its lines get its time and step. */
   append(text: string, meta: LineMeta = {}): void {
-    this.add(text, meta, null);
+    this.add(text, meta);
   }
 
   /**
-   * Log text of a `log.txt` read with prefixes (docs/API.md): each line that begins in it
-   * begins with its time and/or step, which are kept per line; the line is the text after them
-   * (the piece keeps the prefixes, which costs less than copying the page without them).
+   * Log text of a `log.txt` read with `?entries=true` (docs/API.md): before each entry's text a
+   * mark, U+0000 `<time> <step>` U+0000, which stored text never holds. Each entry's text is
+   * appended as a live entry's is, with the mark's time and step.
    */
-  appendPrefixed(text: string, fields: PrefixFields): void {
-    this.add(text, {}, fields);
+  appendMarked(text: string): void {
+    let at = 0;
+    let meta: LineMeta = {};
+    while (at < text.length) {
+      if (text.charCodeAt(at) === 0) {
+        const close = text.indexOf('\u0000', at + 1);
+        if (close === -1) break; // a page ends inside a mark only if the server broke off
+        meta = parseMark(text, at + 1, close);
+        at = close + 1;
+        continue;
+      }
+      const next = text.indexOf('\u0000', at);
+      const upTo = next === -1 ? text.length : next;
+      this.add(text.slice(at, upTo), meta);
+      at = upTo;
+    }
   }
 
-  private add(text: string, meta: LineMeta, prefixed: PrefixFields | null): void {
+  private add(text: string, meta: LineMeta): void {
     if (text === '') return;
     this.chars += text.length;
     const time = meta.time ?? Number.NaN;
@@ -164,19 +177,9 @@ export class LogBuffer implements LogLines {
     if (from < text.length) {
       const piece = this.addPiece(text);
       const first = this.count;
-      const reader = prefixed ? this.readerFor(prefixed) : null;
       while (from < text.length) {
-        let lineTime = time;
-        let lineStep = step;
         const newline = text.indexOf('\n', from);
-        const lineEnd = newline === -1 ? text.length : newline;
-        if (reader) {
-          const fields = reader.read(text, from, lineEnd);
-          from = fields.textStart;
-          lineTime = fields.time;
-          lineStep = this.stepId(fields.step);
-        }
-        this.push(piece, from, lineEnd, lineTime, lineStep);
+        this.push(piece, from, newline === -1 ? text.length : newline, time, step);
         if (newline === -1) {
           this.open = true;
           break;
@@ -195,14 +198,7 @@ export class LogBuffer implements LogLines {
     this.chars = 0;
     this.dropped = 0;
     this.structured = false;
-    this.reader = null;
     this.clears += 1;
-  }
-
-  private reader: PrefixReader | null = null;
-  private readerFor(fields: PrefixFields): PrefixReader {
-    this.reader ??= new PrefixReader(fields);
-    return this.reader;
   }
 
   private stepId(name: string | undefined): number {
@@ -252,13 +248,8 @@ export class LogBuffer implements LogLines {
       ) {
         while (index < to && this.end[index]! < found.index) index += 1;
         if (index === to) break;
-        // A match in a line's prefix (its time or step) is not the line's.
-        if (found.index >= this.start[index]!) {
-          if (this.levels[index]! < level) this.levels[index] = level;
-          pattern.lastIndex = this.end[index]! + 1;
-        } else {
-          pattern.lastIndex = this.start[index]!;
-        }
+        if (this.levels[index]! < level) this.levels[index] = level;
+        pattern.lastIndex = this.end[index]! + 1;
         if (found[0] === '') pattern.lastIndex += 1;
       }
     };

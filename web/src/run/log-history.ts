@@ -1,6 +1,5 @@
 import { runPath } from '../../../src/client/index.js';
-import { PREFIX_HEADER, prefixFieldsOf } from './line-prefix.js';
-import type { PrefixFields } from './line-prefix.js';
+import { MARKED_QUERY, PREFIX_HEADER, isMarked } from './line-prefix.js';
 
 /** A page of history: big enough that a 100 MB log is a few requests, small enough to show early. */
 export const HISTORY_PAGE_BYTES = 16 * 1024 * 1024;
@@ -13,14 +12,14 @@ export interface RunTarget {
 
 /**
  * Reads a run's log text before its stream opens, handing each page's text to `onText` in order
- * (with the prefixes its lines begin with, docs/API.md: null for the log's own text);
+ * (`marked`: with a mark before each entry's text, its time and step, docs/API.md);
  * resolves with the stream cursor the text ends at (for `?logAfter=`), or null when the server
  * could not give it whole (an error status, an older server): the caller then streams the whole
  * log instead, having let go of what `onText` was given.
  */
 export type LogHistoryFn = (
   target: RunTarget,
-  onText: (text: string, prefix: PrefixFields | null) => void,
+  onText: (text: string, marked: boolean) => void,
   signal: AbortSignal,
 ) => Promise<string | null>;
 
@@ -33,13 +32,13 @@ const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
  * while a page is split into lines. The last page is the one that reaches the log's length as
  * the server answered it, where a log entry ends; its `Tailwater-Log-Cursor` names that entry.
  * Bytes are decoded as one stream, since a range may end inside a character. Cookies go with it
- * as with every request of the page (same origin). Each line comes with its entry's time and
- * step (`?timestamps=true&steps=true`): ranges still count the log's own bytes, and a server that
- * does not know the parameters says no `Tailwater-Log-Prefix`, so its text is taken as it is.
+ * as with every request of the page (same origin). Each entry's text comes after a mark with
+ * its time and step (`?entries=true`): ranges still count the log's own bytes, and a server that
+ * does not know the parameter says no `Tailwater-Log-Prefix`, so its text is taken as it is.
  */
 export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES): LogHistoryFn {
   return async (target, onText, signal) => {
-    const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt?timestamps=true&steps=true`;
+    const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt?${MARKED_QUERY}`;
     const ask = (from: number) =>
       fetch(url, { headers: { range: `bytes=${from}-${from + pageBytes - 1}` }, signal });
     const decoder = new TextDecoder();
@@ -64,7 +63,7 @@ export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES)
       const last = !range || end >= Number(range[3]);
       if (!last) next = ask(end);
       const text = decoder.decode(await response.arrayBuffer(), { stream: !last });
-      if (text !== '') onText(text, prefixFieldsOf(response.headers.get(PREFIX_HEADER)));
+      if (text !== '') onText(text, isMarked(response.headers.get(PREFIX_HEADER)));
       if (last) return response.headers.get(CURSOR_HEADER);
     }
   };

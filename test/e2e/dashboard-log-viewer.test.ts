@@ -1,0 +1,232 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { http, postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
+import {
+  checkBrowserPrerequisites,
+  launchChromium,
+  newPage,
+  screenshot,
+  seriousAxeViolations,
+  watchCspViolations,
+} from '../helpers/browser.js';
+import { startServerProcess } from '../helpers/server-process.js';
+import type { ServerProcess } from '../helpers/server-process.js';
+
+// The run view's log viewer (docs/DASHBOARD.md, "The log") in Debian's Chromium against a real
+// `tailwater serve` serving dist/web: sections folded while following, line links on a log of
+// a million lines, ranges that survive a reload, search into a folded section, next error.
+// Needs `npm run build` and `bash scripts/services.sh` (Chromium).
+
+const PIPELINE = 'viewer.test';
+const UI_TIMEOUT = 15_000;
+
+const runUrl = (server: ServerProcess, runId: string, hash = '') =>
+  `${server.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${runId}${hash}`;
+
+async function postJsonLog(server: ServerProcess, run: string, text: string, step?: string) {
+  const answer = await http(server, 'POST', `${run}/logs`, { text, ...(step ? { step } : {}) });
+  expect(answer.status, answer.text).toBe(200);
+}
+
+const logBox = (page: Page) => page.getByRole('log', { name: 'Run log' });
+const row = (page: Page, line: number) => logBox(page).locator(`.log-line[data-line="${line}"]`);
+const toggle = (page: Page, title: string) =>
+  page.getByRole('button', { name: new RegExp(`^(Fold|Unfold) ${title}$`) });
+
+interface LogScroll {
+  scrollTop: number;
+  scrollHeight: number;
+  clientHeight: number;
+}
+const logScroll = (page: Page): Promise<LogScroll> =>
+  page.getByTestId('log').evaluate((element) => ({
+    scrollTop: element.scrollTop,
+    scrollHeight: element.scrollHeight,
+    clientHeight: element.clientHeight,
+  }));
+const atBottom = (s: LogScroll) => s.scrollTop + s.clientHeight >= s.scrollHeight - 2;
+
+/** Whether the row of `line` lies inside the log's visible box. */
+async function inView(page: Page, line: number): Promise<boolean> {
+  const box = await row(page, line).boundingBox();
+  const log = await page.getByTestId('log').boundingBox();
+  if (!box || !log) return false;
+  return box.y >= log.y - 1 && box.y + box.height <= log.y + log.height + 1;
+}
+
+describe('the log viewer in Chromium', () => {
+  let server: ServerProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let dataDir: string;
+  let cspViolations: string[] = [];
+
+  beforeAll(async () => {
+    checkBrowserPrerequisites();
+    dataDir = mkdtempSync(join(tmpdir(), 'tailwater-viewer-'));
+    server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
+      TAILWATER_POLL_SECONDS: '0.05',
+      TAILWATER_FINISH_GRACE_SECONDS: '0.5',
+    });
+    browser = await launchChromium();
+    page = await newPage(browser, UI_TIMEOUT);
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: server.url,
+    });
+    cspViolations = watchCspViolations(page);
+  });
+
+  afterEach(() => {
+    expect(cspViolations).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('folds and unfolds a section of a live run while following: the newest line stays in view', async () => {
+    const run = runPath(PIPELINE, 'live');
+    await putStatus(server!, run, 'running');
+    let checkout = '';
+    for (let n = 1; n <= 60; n += 1) checkout += `fetching object ${n}\n`;
+    await postJsonLog(server!, run, checkout, 'checkout');
+    // Its header within the last screenful, so that it can be clicked while following.
+    let group = '::group::Compile\n';
+    for (let n = 1; n <= 15; n += 1) group += `cc -c file${n}.c\n`;
+    await postJsonLog(server!, run, `${group}::endgroup::\n`, 'build');
+    await page.goto(runUrl(server!, 'live'));
+    await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
+    // 1–60 checkout, 61 the group's header, 62–76 its lines, 77 its end.
+    await row(page, 77).waitFor();
+    expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
+    await screenshot(page, 'log-viewer-sections-open.png');
+
+    await toggle(page, 'Compile').click();
+    await expect.poll(() => row(page, 70).count()).toBe(0);
+    expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
+    // Lines written while it is folded come into view, numbered as the log's lines.
+    await postJsonLog(server!, run, 'linking\nlinked\n', 'build');
+    await row(page, 79).waitFor();
+    expect(await row(page, 79).locator('.line-text').textContent()).toBe('linked');
+    await expect.poll(async () => atBottom(await logScroll(page))).toBe(true);
+    expect(await inView(page, 79)).toBe(true);
+    expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
+    await screenshot(page, 'log-viewer-sections-folded.png');
+
+    await toggle(page, 'Compile').click();
+    await postJsonLog(server!, run, 'done\n', 'build');
+    await row(page, 80).waitFor();
+    await expect.poll(async () => atBottom(await logScroll(page))).toBe(true);
+    expect(await inView(page, 80)).toBe(true);
+    expect(await row(page, 70).count()).toBe(1);
+    expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
+  });
+
+  it('opens a #L link into a log of a million lines with the line highlighted within 2 s', async () => {
+    const run = runPath(PIPELINE, 'million');
+    await putStatus(server!, run, 'success');
+    const LINES = 1_000_000;
+    const PER_POST = 250_000;
+    for (let from = 1; from <= LINES; from += PER_POST) {
+      let text = '';
+      for (let n = from; n < from + PER_POST; n += 1) text += `line ${n}\n`;
+      await postLog(server!, run, text);
+    }
+    const started = Date.now();
+    await page.goto(runUrl(server!, 'million', '#L654321'));
+    const target = row(page, 654_321);
+    await target.and(logBox(page).locator('.line-target')).waitFor({ state: 'visible' });
+    const elapsed = Date.now() - started;
+    expect(await target.locator('.line-text').textContent()).toBe('line 654321');
+    expect(await inView(page, 654_321)).toBe(true);
+    console.log(`#L654321 of a 1,000,000-line log highlighted after ${elapsed} ms`);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+
+  it('shift-clicks a range of lines; after a reload the range is still highlighted', async () => {
+    const run = runPath(PIPELINE, 'range');
+    await putStatus(server!, run, 'running');
+    let text = '';
+    for (let n = 1; n <= 60; n += 1) text += `step output ${n}\n`;
+    await postLog(server!, run, text);
+    await page.goto(runUrl(server!, 'range'));
+    await row(page, 60).waitFor();
+    await page.getByRole('link', { name: 'Line 45', exact: true }).click();
+    await page.getByRole('link', { name: 'Line 50', exact: true }).click({ modifiers: ['Shift'] });
+    await expect.poll(() => new URL(page.url()).hash).toBe('#L45-L50');
+    const highlighted = () =>
+      logBox(page)
+        .locator('.line-target')
+        .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-line'))));
+    expect(await highlighted()).toEqual([45, 46, 47, 48, 49, 50]);
+
+    await page.reload();
+    await row(page, 45).and(logBox(page).locator('.line-target')).waitFor();
+    expect(await highlighted()).toEqual([45, 46, 47, 48, 49, 50]);
+    expect(await inView(page, 45)).toBe(true);
+    // Copy link on a line of the range: the range's address.
+    await row(page, 47).hover();
+    await row(page, 47).getByRole('button', { name: 'Copy link to line 47' }).click();
+    await page.getByText('Copied the link to lines 45–50.').waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(
+      runUrl(server!, 'range', '#L45-L50'),
+    );
+    await screenshot(page, 'log-viewer-range.png');
+  });
+
+  it('a search match inside a folded section opens it; next error goes to the next error line', async () => {
+    const run = runPath(PIPELINE, 'failed');
+    await putStatus(server!, run, 'running');
+    const lines: string[] = [];
+    for (let n = 1; n <= 400; n += 1) {
+      if (n === 10) lines.push('::group::Setup');
+      else if (n === 30) lines.push('needle in the setup');
+      else if (n === 40) lines.push('::endgroup::');
+      else if (n === 120) lines.push('\u001b[33mWARN\u001b[0m disk at 91%');
+      else if (n === 200) lines.push('\u001b[31mERROR\u001b[0m test_upload failed');
+      else if (n === 330) lines.push('Traceback (most recent call last):');
+      else lines.push(`test ${n} ok`);
+    }
+    await postLog(server!, run, `${lines.join('\n')}\n`);
+    await sendEvents(server!, run, [{ kind: 'progress', data: { pct: 100 } }]);
+    await putStatus(server!, run, 'failed');
+    await page.goto(runUrl(server!, 'failed'));
+    await page.getByTestId('run-status').getByText('failed', { exact: true }).waitFor();
+    // The run is finished: Setup (no error in it) is folded. Its header is near the top.
+    await row(page, 400).waitFor();
+    await page.getByTestId('log').evaluate((element) => element.scrollTo({ top: 0 }));
+    await expect.poll(() => toggle(page, 'Setup').getAttribute('aria-expanded')).toBe('false');
+    expect(await row(page, 30).count()).toBe(0);
+
+    await page.getByRole('searchbox', { name: 'Search the log' }).fill('needle');
+    await expect.poll(() => toggle(page, 'Setup').getAttribute('aria-expanded')).toBe('true');
+    await row(page, 30).locator('mark.match-active').waitFor();
+    expect(await inView(page, 30)).toBe(true);
+    await page.getByRole('searchbox', { name: 'Search the log' }).fill('');
+
+    expect(await page.getByTestId('error-count').textContent()).toBe('2 errors');
+    const gutter = page.getByTestId('log-gutter');
+    expect(
+      await gutter
+        .locator('.gutter-mark')
+        .evaluateAll((marks) => marks.map((m) => m.getAttribute('aria-label'))),
+    ).toEqual(['Warning at line 120', 'Error at line 200', 'Error at line 330']);
+    await page.getByRole('button', { name: 'Next error' }).click();
+    await row(page, 200).and(logBox(page).locator('.line-focus')).waitFor();
+    expect(await inView(page, 200)).toBe(true);
+    await page.getByRole('button', { name: 'Next error' }).click();
+    await row(page, 330).and(logBox(page).locator('.line-focus')).waitFor();
+    expect(await inView(page, 330)).toBe(true);
+    await page.getByRole('combobox', { name: 'Timestamps' }).selectOption('elapsed');
+    await row(page, 330).locator('[data-testid="line-time"]').waitFor();
+    await screenshot(page, 'log-viewer-errors-timestamps.png');
+    await page.getByRole('combobox', { name: 'Timestamps' }).selectOption('clock');
+    expect(await seriousAxeViolations(page)).toEqual([]);
+    await page.getByRole('combobox', { name: 'Timestamps' }).selectOption('off');
+  });
+});
