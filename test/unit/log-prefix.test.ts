@@ -146,7 +146,11 @@ describe('log.txt with a mark before each entry (?entries=true)', () => {
         // Without its marks, a page is exactly its bytes of the log.
         const body = res.rawPayload;
         const unmarked = Buffer.from(
-          body.toString('latin1').replace(/\u0000[^\u0000]*\u0000/g, ''),
+          body
+            .toString('latin1')
+            .split('\u0000')
+            .filter((_, index) => index % 2 === 0)
+            .join(''),
           'latin1',
         );
         expect(unmarked.equals(PLAIN.subarray(from, from + page)), `${from}+${page}`).toBe(true);
