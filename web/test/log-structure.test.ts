@@ -87,6 +87,12 @@ describe('lines of live entries', () => {
       expect(buffer.stepOf(i)).toBe(`s${n}`);
       expect(buffer.levelOf(i)).toBe(n % 7 === 0 ? LEVEL_ERROR : LEVEL_NONE);
     }
+    // The count and the gutter's list of errors let go of the lines let go, too.
+    const held = Array.from({ length: buffer.length }, (_, i) => buffer.dropped + i);
+    expect(buffer.errorCount).toBe(held.filter((n) => n % 7 === 0).length);
+    expect(levelMarks(buffer, 1e6).map((mark) => buffer.dropped + mark.line)).toEqual(
+      held.filter((n) => n % 7 === 0),
+    );
   });
 });
 
@@ -117,6 +123,18 @@ describe('levels', () => {
 
   test('an error outranks a warning on the same line', () => {
     expect(levels('WARN then ERROR\n')).toEqual([LEVEL_ERROR]);
+  });
+
+  test('a line that goes on over entries is counted once, at the level of its whole text', () => {
+    const buffer = new LogBuffer();
+    buffer.append('ERR');
+    buffer.append('OR here, ');
+    buffer.append('ERROR again\nWARN\n');
+    expect(buffer.errorCount).toBe(1);
+    expect(levelMarks(buffer, 100).map((mark) => [mark.line, mark.level])).toEqual([
+      [0, LEVEL_ERROR],
+      [1, LEVEL_WARNING],
+    ]);
   });
 
   test('rules of a browser’s own replace the defaults; a broken setting is ignored', () => {

@@ -15,7 +15,7 @@ import { tailAfterHistory } from './history-tail.js';
 import { rangedLogHistory } from './log-history.js';
 import type { LogHistoryFn } from './log-history.js';
 import { LevelGutter } from './LevelGutter.js';
-import { countErrors, levelMarks } from './level-marks.js';
+import { levelMarks } from './level-marks.js';
 import { lineHash } from './line-links.js';
 import type { LineRange } from './line-links.js';
 import { LEVEL_ERROR, levelPatterns, storedLevelRules } from './log-levels.js';
@@ -288,8 +288,7 @@ export function RunView({
   const lineCount = buffer.length;
   // eslint-disable-next-line react-hooks/exhaustive-deps
   const marks = useMemo(() => levelMarks(buffer), [buffer, version, lineCount]);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
-  const errors = useMemo(() => countErrors(buffer), [buffer, version, lineCount]);
+  const errors = buffer.errorCount;
 
   const jumps = useRef(0);
   const jumpTo = (index: number) => {

@@ -1,5 +1,4 @@
 import type { LogBuffer } from './log-buffer.js';
-import { LEVEL_ERROR } from './log-levels.js';
 
 /** A mark in the scrollbar gutter: the first line of the highest level in its stretch. */
 export interface LevelMark {
@@ -14,17 +13,15 @@ export const GUTTER_BUCKETS = 400;
 
 /**
  * The errors and warnings of the log as at most `buckets` marks, placed by line fraction: a
- * stretch of the log with an error shows the error, else its first warning. One pass over the
- * levels, a byte a line.
+ * stretch of the log with an error shows the error, else its first warning. Made from the
+ * lines that have a level (the buffer keeps their list).
  */
 export function levelMarks(buffer: LogBuffer, buckets = GUTTER_BUCKETS): LevelMark[] {
   const count = buffer.length;
   const marks: LevelMark[] = [];
   let bucket = -1;
   let mark: LevelMark | null = null;
-  for (let line = 0; line < count; line += 1) {
-    const level = buffer.levelOf(line);
-    if (level === 0) continue;
+  buffer.forEachLeveled((line, level) => {
     const at = Math.floor((line / count) * buckets);
     if (at !== bucket || !mark) {
       bucket = at;
@@ -35,15 +32,6 @@ export function levelMarks(buffer: LogBuffer, buckets = GUTTER_BUCKETS): LevelMa
       mark.level = level;
       mark.fraction = line / count;
     }
-  }
+  });
   return marks;
-}
-
-/** How many lines are errors. */
-export function countErrors(buffer: LogBuffer): number {
-  let errors = 0;
-  for (let line = 0; line < buffer.length; line += 1) {
-    if (buffer.levelOf(line) === LEVEL_ERROR) errors += 1;
-  }
-  return errors;
 }

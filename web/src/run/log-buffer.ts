@@ -62,6 +62,10 @@ export class LogBuffer implements LogLines {
   private steps = new Uint16Array(FIRST_CAPACITY);
   private levels = new Uint8Array(FIRST_CAPACITY);
   private markers = new Uint8Array(FIRST_CAPACITY);
+  /** The log line numbers (from 0, counting lines let go) of the lines with a level, in order. */
+  private leveled: number[] = [];
+  private leveledFrom = 0;
+  private errors = 0;
   private stepNames: string[] = [''];
   private stepIds = new Map<string, number>([['', 0]]);
   private count = 0;
@@ -110,6 +114,19 @@ export class LogBuffer implements LogLines {
   /** MARKER_NONE, MARKER_GROUP or MARKER_END. */
   markerOf(index: number): number {
     return this.markers[index] ?? 0;
+  }
+
+  /** How many lines held are errors. */
+  get errorCount(): number {
+    return this.errors;
+  }
+
+  /** Calls `visit` for each line with a level, in order: a few, where the log has a million. */
+  forEachLeveled(visit: (index: number, level: number) => void): void {
+    for (let at = this.leveledFrom; at < this.leveled.length; at += 1) {
+      const index = this.leveled[at]! - this.dropped;
+      visit(index, this.levels[index]!);
+    }
   }
 
   /** The next line from `from` on (or back, with `direction` -1) at `level`, or -1. */
@@ -198,6 +215,9 @@ export class LogBuffer implements LogLines {
     this.chars = 0;
     this.dropped = 0;
     this.structured = false;
+    this.leveled = [];
+    this.leveledFrom = 0;
+    this.errors = 0;
     this.clears += 1;
   }
 
@@ -253,9 +273,21 @@ export class LogBuffer implements LogLines {
         if (found[0] === '') pattern.lastIndex += 1;
       }
     };
+    // A line classified again (an open line that went on) leaves the list first.
+    const firstNumber = this.dropped + first;
+    while (this.leveled.length > this.leveledFrom && this.leveled.at(-1)! >= firstNumber) {
+      const index = this.leveled.pop()! - this.dropped;
+      if (this.levels[index] === LEVEL_ERROR) this.errors -= 1;
+    }
     this.levels.fill(0, first, to);
     mark(this.patterns.warning, LEVEL_WARNING);
     mark(this.patterns.error, LEVEL_ERROR);
+    for (let index = first; index < to; index += 1) {
+      const level = this.levels[index]!;
+      if (level === 0) continue;
+      this.leveled.push(this.dropped + index);
+      if (level === LEVEL_ERROR) this.errors += 1;
+    }
   }
 
   private addPiece(text: string): number {
@@ -304,6 +336,19 @@ export class LogBuffer implements LogLines {
     while (this.chars - freed > target && count < this.count - 1) {
       freed += this.end[count]! - this.start[count]! + 1;
       count += 1;
+    }
+    const firstKeptNumber = this.dropped + count;
+    while (
+      this.leveledFrom < this.leveled.length &&
+      this.leveled[this.leveledFrom]! < firstKeptNumber
+    ) {
+      const index = this.leveled[this.leveledFrom]! - this.dropped;
+      if (this.levels[index] === LEVEL_ERROR) this.errors -= 1;
+      this.leveledFrom += 1;
+    }
+    if (this.leveledFrom > 1024 && this.leveledFrom * 2 > this.leveled.length) {
+      this.leveled = this.leveled.slice(this.leveledFrom);
+      this.leveledFrom = 0;
     }
     for (const name of PER_LINE) this[name].copyWithin(0, count, this.count);
     this.count -= count;
