@@ -123,6 +123,29 @@ async function openRunView(page: Page, server: string, lines: number): Promise<n
   return performance.now() - started;
 }
 
+/** The line a `#L` link points at, about two thirds into the log (as a colleague's link might). */
+const linkTarget = (lines: number) => Math.floor((lines * 2) / 3);
+
+/** Opens a fresh tab at `#L<n>` and waits for line n highlighted; the time it took, in ms. */
+async function openLineLink(
+  context: BrowserContext,
+  server: string,
+  line: number,
+): Promise<number> {
+  const page = await context.newPage();
+  try {
+    const started = performance.now();
+    await page.goto(`${server}/ui/pipelines/${PIPELINE}/runs/${RUN_ID}#L${line}`);
+    await page
+      .locator(`.log-line[data-line="${line}"]`)
+      .and(page.locator('.line-target'))
+      .waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    return performance.now() - started;
+  } finally {
+    await page.close();
+  }
+}
+
 async function measureDashboard(
   context: BrowserContext,
   server: string,
@@ -194,6 +217,11 @@ export async function benchDashboard(): Promise<void> {
     console.log(`dashboard: baseline ${JSON.stringify(baseline)}`);
     const measured = await measureDashboard(context, server.url, lines, query);
     const loadMs = median(measured.loads);
+    const linkLoads: number[] = [];
+    for (let n = 0; n < LOADS; n += 1) {
+      linkLoads.push(await openLineLink(context, server.url, linkTarget(lines)));
+    }
+    const linkMs = median(linkLoads);
     const { frames } = measured;
     console.log(
       `dashboard: run view loaded in ${measured.loads.map((ms) => fmt(ms)).join(', ')} ms, heap ${fmt(measured.heapMiB)} MiB`,
@@ -211,6 +239,12 @@ export async function benchDashboard(): Promise<void> {
         value: `${fmt(loadMs / 1000)} s`,
         ratio: `${fmt(loadMs / baseline.loadMs)} ×`,
         note: `each: ${measured.loads.map((ms) => `${fmt(ms / 1000)} s`).join(', ')}; pages of 16 MiB, the next asked for while one is split into lines, and rendering`,
+      },
+      {
+        name: `run view: open a \`#L${linkTarget(lines).toLocaleString('en-US')}\` link → that line highlighted, median of ${LOADS}`,
+        value: `${fmt(linkMs / 1000)} s`,
+        ratio: `${fmt(linkMs / baseline.loadMs)} ×`,
+        note: `each: ${linkLoads.map((ms) => `${fmt(ms / 1000)} s`).join(', ')}; a fresh tab, the history read up to the line; goal (issue #18): ≤ 2 s for a line of a log of a million lines`,
       },
       {
         name: 'baseline: page heap holding the lines',
