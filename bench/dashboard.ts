@@ -134,6 +134,9 @@ async function openLineLink(
 ): Promise<number> {
   const page = await context.newPage();
   try {
+    // The tab in front, as one a colleague's link opens: a tab behind the run view left open
+    // before it is one nobody looks at, and Chromium does not lay it out.
+    await page.bringToFront();
     const started = performance.now();
     await page.goto(`${server}/ui/pipelines/${PIPELINE}/runs/${RUN_ID}#L${line}`);
     await page

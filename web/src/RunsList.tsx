@@ -1,4 +1,4 @@
-import { useCallback, useState } from 'react';
+import { useCallback } from 'react';
 import { TailwaterClient } from '../../src/client/index.js';
 import type { PipelinesPage, PipelinesPageOptions } from '../../src/client/index.js';
 import { RUN_STATUSES } from '../../src/model/run.js';
@@ -6,7 +6,7 @@ import type { PipelineSummary, Run, RunStatus } from '../../src/model/run.js';
 import { NotAllowed } from './auth.js';
 import { ConnectionStateBadge } from './connection.js';
 import { formatBytes, formatDuration, pipelineHref, runDurationMs, runHref } from './format.js';
-import { useNow } from './hooks.js';
+import { useAddressFilters, useNow } from './hooks.js';
 import { feedRun, newerRun } from './live-runs.js';
 import { usePagedListing } from './paged-listing.js';
 import { nameMatches } from './pipeline-name.js';
@@ -94,12 +94,7 @@ export function RunsList({
   /** Told the query for the filters as they change, to keep the address in step. */
   onSearch?: (search: string) => void;
 }) {
-  const [filters, setFiltersState] = useState<Filters>(() => filtersOf(search));
-  const setFilters = (change: (f: Filters) => Filters) => {
-    const next = change(filters);
-    setFiltersState(next);
-    onSearch?.(searchOf(next));
-  };
+  const [filters, setFilters] = useAddressFilters(search, onSearch, filtersOf, searchOf);
   const key = `${filters.name}\u0000${filters.status}`;
   const listing = usePagedListing<PipelineSummary>(key, async (after) => {
     const page = await listPipelines({

@@ -53,3 +53,23 @@ export function useSlashToFocus(input: RefObject<HTMLInputElement | null>): void
     return () => window.removeEventListener('keydown', onKeyDown);
   }, [input]);
 }
+
+/**
+ * A page's filters, kept in its address: read from the query it opens with, and each change
+ * told (`onSearch`) as the query to replace the address's with, so a filtered page can be
+ * linked and reloaded.
+ */
+export function useAddressFilters<F>(
+  search: string,
+  onSearch: ((search: string) => void) | undefined,
+  parse: (search: string) => F,
+  format: (filters: F) => string,
+): [F, (change: (filters: F) => F) => void] {
+  const [filters, setFilters] = useState<F>(() => parse(search));
+  const change = (how: (filters: F) => F) => {
+    const next = how(filters);
+    setFilters(next);
+    onSearch?.(format(next));
+  };
+  return [filters, change];
+}

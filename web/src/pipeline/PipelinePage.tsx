@@ -1,4 +1,4 @@
-import { useCallback, useMemo, useState } from 'react';
+import { useCallback, useMemo } from 'react';
 import { TailwaterClient } from '../../../src/client/index.js';
 import type { RunsPage, RunsPageOptions } from '../../../src/client/index.js';
 import { RUN_STATUSES } from '../../../src/model/run.js';
@@ -6,7 +6,7 @@ import type { Run } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';
 import { formatBytes, formatDuration, runDurationMs, runHref } from '../format.js';
-import { useNow } from '../hooks.js';
+import { useAddressFilters, useNow } from '../hooks.js';
 import { feedRun, newerRun } from '../live-runs.js';
 import { usePagedListing } from '../paged-listing.js';
 import { RelativeTime, useClock } from '../RelativeTime.js';
@@ -56,12 +56,7 @@ export function PipelinePage({
   /** Told the query for the filters as they change, to keep the address in step. */
   onSearch?: (search: string) => void;
 }) {
-  const [filters, setFiltersState] = useState<RunFilters>(() => filtersOf(search));
-  const setFilters = (change: (f: RunFilters) => RunFilters) => {
-    const next = change(filters);
-    setFiltersState(next);
-    onSearch?.(searchOf(next));
-  };
+  const [filters, setFilters] = useAddressFilters(search, onSearch, filtersOf, searchOf);
   const key = `${filters.status}\u0000${filters.from}\u0000${filters.to}`;
   const listing = usePagedListing<Run>(key, async (after) => {
     const page = await listRunsPage(pipeline, {
