@@ -1,4 +1,4 @@
-import { isTerminal } from '../../src/model/run.js';
+import { isTerminal } from '../../src/client/index.js';
 import type { Run } from '../../src/model/run.js';
 
 /**

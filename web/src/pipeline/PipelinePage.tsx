@@ -1,7 +1,7 @@
 import { useCallback, useMemo } from 'react';
 import { TailwaterClient } from '../../../src/client/index.js';
 import type { RunsPage, RunsPageOptions } from '../../../src/client/index.js';
-import { RUN_STATUSES } from '../../../src/model/run.js';
+import { RUN_STATUSES } from '../../../src/client/index.js';
 import type { Run } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';

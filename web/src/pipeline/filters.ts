@@ -1,4 +1,4 @@
-import { RUN_STATUSES } from '../../../src/model/run.js';
+import { RUN_STATUSES } from '../../../src/client/index.js';
 import type { RunStatus } from '../../../src/model/run.js';
 import type { Run } from '../../../src/model/run.js';
 

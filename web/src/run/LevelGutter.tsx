@@ -16,7 +16,12 @@ export function LevelGutter({
   onJump: (line: number) => void;
 }) {
   return (
-    <div className="log-gutter" data-testid="log-gutter" aria-label="Errors and warnings">
+    <div
+      className="log-gutter"
+      data-testid="log-gutter"
+      role="group"
+      aria-label="Errors and warnings"
+    >
       {marks.map((mark) => {
         const error = mark.level === LEVEL_ERROR;
         const number = firstLine + mark.line + 1;
