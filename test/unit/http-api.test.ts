@@ -219,23 +219,26 @@ describe('runs', () => {
     expect(pages).toEqual([2, 2, 1]);
   });
 
+  /** Every run id of the pipeline's listing with `query`, read 2 a page by following `next`. */
+  const allRunIds = async (query: string) => {
+    const ids: string[] = [];
+    let after = '';
+    for (;;) {
+      const page = await ok<{ runs: Run[]; next?: string }>({
+        method: 'GET',
+        url: `/api/v1/pipelines/${FQN}/runs?limit=2${query}${after}`,
+      });
+      ids.push(...page.runs.map((run) => run.runId));
+      if (page.next === undefined) return ids;
+      after = `&after=${encodeURIComponent(page.next)}`;
+    }
+  };
+
   test('listing runs pages newest first by ?after=<next>, with or without ?status', async () => {
     for (const id of ['r1', 'r2', 'r3', 'r4', 'r5']) {
       await putRun(id, { status: id === 'r3' ? 'failed' : 'success' });
     }
-    const all = async (query: string) => {
-      const ids: string[] = [];
-      let after = '';
-      for (;;) {
-        const page = await ok<{ runs: Run[]; next?: string }>({
-          method: 'GET',
-          url: `/api/v1/pipelines/${FQN}/runs?limit=2${query}${after}`,
-        });
-        ids.push(...page.runs.map((run) => run.runId));
-        if (page.next === undefined) return ids;
-        after = `&after=${encodeURIComponent(page.next)}`;
-      }
-    };
+    const all = allRunIds;
     expect(await all('')).toEqual(['r5', 'r4', 'r3', 'r2', 'r1']);
     expect(await all('&status=success')).toEqual(['r5', 'r4', 'r2', 'r1']);
     const bad = await t.app.inject({
@@ -284,19 +287,7 @@ describe('runs', () => {
     } finally {
       clock.mockRestore();
     }
-    const all = async (query: string) => {
-      const ids: string[] = [];
-      let after = '';
-      for (;;) {
-        const page = await ok<{ runs: Run[]; next?: string }>({
-          method: 'GET',
-          url: `/api/v1/pipelines/${FQN}/runs?limit=2${query}${after}`,
-        });
-        ids.push(...page.runs.map((run) => run.runId));
-        if (page.next === undefined) return ids;
-        after = `&after=${encodeURIComponent(page.next)}`;
-      }
-    };
+    const all = allRunIds;
     const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
     expect(await all(`&since=${iso(now - 3 * day)}`)).toEqual(['r4', 'r3', 'r2']);
     expect(await all(`&until=${iso(now - 3 * day)}`)).toEqual(['r1', 'r0']);

@@ -1,7 +1,6 @@
 import { useCallback } from 'react';
-import { TailwaterClient } from '../../src/client/index.js';
+import { RUN_STATUSES, TailwaterClient } from '../../src/client/index.js';
 import type { PipelinesPage, PipelinesPageOptions } from '../../src/client/index.js';
-import { RUN_STATUSES } from '../../src/client/index.js';
 import type { PipelineSummary, Run, RunStatus } from '../../src/model/run.js';
 import { NotAllowed } from './auth.js';
 import { ConnectionStateBadge } from './connection.js';
