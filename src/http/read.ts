@@ -13,7 +13,8 @@ import { entryJson } from './exact-json.js';
 import { markedLogBytes } from './log-marks.js';
 import { prefixedLogBytes } from './log-prefix.js';
 import type { LinePrefix } from './log-prefix.js';
-import { parseLogRange } from './log-range.js';
+import { LOG_RANGE_HEADER, bytesQuery, contentRange, parseLogRange } from './log-range.js';
+import type { LogRange } from './log-range.js';
 import { formatStreamCursor } from '../model/cursor.js';
 import { z } from 'zod';
 import {
@@ -64,6 +65,7 @@ const logTextQuery = z.object({
     'steps',
     "Each line begins (after its time, if asked for) with its entry's step, percent-encoded, empty for none, and a space.",
   ),
+  bytes: bytesQuery,
 });
 
 const entriesResponses = {
@@ -161,7 +163,7 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     headers: logRangeHeaders,
     response: {
       200: media(
-        'The whole log as it stood when asked, streamed, with `Content-Disposition: attachment`.',
+        'The whole log as it stood when asked, streamed, with `Content-Disposition: attachment`; or the bytes `?bytes=` asked for, with `Tailwater-Log-Range: bytes <first>-<last>/<log bytes>`.',
         'text/plain',
         z.string(),
       ),
@@ -185,18 +187,28 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
         steps: queryValue(logTextQuery, query, 'steps'),
       };
       const marked = queryValue(logTextQuery, query, 'entries');
+      const bytes = queryValue(logTextQuery, query, 'bytes');
+      const rangeHeader = headerValue(request.headers.range);
+      const longer = marked || prefix.timestamps || prefix.steps;
+      if (rangeHeader !== undefined && (longer || bytes)) {
+        throw new TailwaterError(
+          'TW_BAD_QUERY',
+          bytes
+            ? 'Give the range once: as ?bytes= or as a Range header, not both.'
+            : 'A Range counts bytes of the answer, and with timestamps, steps or entries the answer holds more than the log: give the log bytes to read as ?bytes=<first>-<last>.',
+        );
+      }
       const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
       // The log as it stands now: text appended from here on is the stream's to bring.
       const { logBytes: total, epoch } = await store.bounds(key);
-      const range = parseLogRange(
-        headerValue(request.headers.range),
-        headerValue(request.headers['if-range']),
-        total,
-      );
+      const range: LogRange = bytes
+        ? bytes(total)
+        : parseLogRange(rangeHeader, headerValue(request.headers['if-range']), total);
       void reply
         .type('text/plain; charset=utf-8')
         .header('Accept-Ranges', 'bytes')
         .header('Content-Disposition', attachment(`${name}.log`));
+      if (range.type !== 'whole') void reply.header(LOG_RANGE_HEADER, contentRange(range, total));
       if (range.type === 'unsatisfiable') {
         const cursor = await logCursorAt(store, key, total, epoch);
         if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
@@ -206,14 +218,15 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
         return (reply as FastifyReply)
           .code(ERROR_STATUS[code])
           .type('application/json; charset=utf-8')
-          .header('Content-Range', `bytes */${total}`)
+          .header('Content-Range', contentRange(range, total))
           .send({ error: { code, message } });
       }
       const [start, end] = range.type === 'range' ? [range.start, range.end] : [0, total];
       const cursor = await logCursorAt(store, key, end, epoch);
       if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
-      if (range.type === 'range') {
-        void reply.code(206).header('Content-Range', `bytes ${start}-${end - 1}/${total}`);
+      // A 206 only for a Range header: its body is exactly those bytes of the log.
+      if (range.type === 'range' && !bytes) {
+        void reply.code(206).header('Content-Range', contentRange(range, total));
       }
       if (marked) {
         void reply.header(LOG_PREFIX_HEADER, 'entries');

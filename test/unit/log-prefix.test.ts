@@ -98,11 +98,12 @@ describe('log.txt with each line prefixed', () => {
       let cursor: string | undefined;
       for (let from = 0; from < PLAIN.length; from += page) {
         const last = Math.min(from + page, PLAIN.length) - 1;
-        const res: LightMyRequestResponse = await logTxt('timestamps=true&steps=true', {
-          range: `bytes=${from}-${from + page - 1}`,
-        });
-        expect(res.statusCode).toBe(206);
-        expect(res.headers['content-range']).toBe(`bytes ${from}-${last}/${PLAIN.length}`);
+        const res: LightMyRequestResponse = await logTxt(
+          `timestamps=true&steps=true&bytes=${from}-${from + page - 1}`,
+        );
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['tailwater-log-range']).toBe(`bytes ${from}-${last}/${PLAIN.length}`);
+        expect(res.headers['content-range']).toBeUndefined();
         parts.push(res.rawPayload);
         cursor = res.headers['tailwater-log-cursor'] as string | undefined;
       }
@@ -110,6 +111,41 @@ describe('log.txt with each line prefixed', () => {
       // The last page ends where the last entry ends: it names it, prefixed or not.
       expect(cursor).toBe((await logTxt('')).headers['tailwater-log-cursor']);
     }
+  });
+
+  test('a Range header with prefixes or marks is 400 TW_BAD_QUERY naming ?bytes= (a 206 must hold only the range)', async () => {
+    for (const query of ['timestamps=true', 'steps=1', 'entries=true', 'bytes=0-3']) {
+      const res = await logTxt(query, { range: 'bytes=0-3' });
+      expect(res.statusCode, query).toBe(400);
+      const error = res.json<{ error: { code: string; message: string } }>().error;
+      expect(error.code).toBe('TW_BAD_QUERY');
+      expect(error.message).toContain('?bytes=');
+    }
+  });
+
+  test('?bytes= of the plain log is 200 with exactly those bytes, its length and Tailwater-Log-Range', async () => {
+    const res = await logTxt('bytes=2-9');
+    expect(res.statusCode).toBe(200);
+    expect(res.rawPayload.equals(PLAIN.subarray(2, 10))).toBe(true);
+    expect(res.headers['content-length']).toBe('8');
+    expect(res.headers['tailwater-log-range']).toBe(`bytes 2-9/${PLAIN.length}`);
+    const suffix = await logTxt('bytes=-5');
+    expect(suffix.rawPayload.equals(PLAIN.subarray(PLAIN.length - 5))).toBe(true);
+    const past = await logTxt(`entries=true&bytes=${PLAIN.length}-`);
+    expect(past.statusCode).toBe(416);
+    expect(past.headers['tailwater-log-range']).toBe(`bytes */${PLAIN.length}`);
+    expect(past.headers['tailwater-log-cursor']).toBe(
+      (await logTxt('')).headers['tailwater-log-cursor'],
+    );
+  });
+
+  test('a ?bytes= that is not a range is 400 TW_BAD_QUERY, and the log is unharmed', async () => {
+    for (const bad of ['abc', '5-3', '-', '1-2-3', 'bytes=0-1']) {
+      const res = await logTxt(`entries=true&bytes=${encodeURIComponent(bad)}`);
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json<{ error: { code: string } }>().error.code).toBe('TW_BAD_QUERY');
+    }
+    expect((await logTxt('')).rawPayload.equals(PLAIN)).toBe(true);
   });
 
   test('a value other than true/false/1/0 is 400 TW_BAD_QUERY', async () => {
@@ -138,9 +174,9 @@ describe('log.txt with a mark before each entry (?entries=true)', () => {
     for (let page = 1; page <= PLAIN.length; page += 1) {
       let text = Buffer.alloc(0);
       for (let from = 0; from < PLAIN.length; from += page) {
-        const res = await logTxt('entries=true', { range: `bytes=${from}-${from + page - 1}` });
-        expect(res.statusCode).toBe(206);
-        expect(res.headers['content-range']).toBe(
+        const res = await logTxt(`entries=true&bytes=${from}-${from + page - 1}`);
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['tailwater-log-range']).toBe(
           `bytes ${from}-${Math.min(from + page, PLAIN.length) - 1}/${PLAIN.length}`,
         );
         // Without its marks, a page is exactly its bytes of the log.

@@ -46,6 +46,82 @@ describe('history read with entry marks (log.txt?entries=true)', () => {
     expect(buffer.markerOf(1)).toBe(MARKER_GROUP);
   });
 
+  test('a page read in ranges gives the lines, times, steps, levels and markers entries would', () => {
+    // Seeded, so a failure is the same every run.
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const words = ['ok', 'ERROR x', 'WARN y', '::group::G', '::endgroup::', 'a b c', ''];
+    const entries = Array.from({ length: 400 }, (_, n) => {
+      const lines = Array.from({ length: 1 + random(3) }, () => words[random(words.length)]);
+      // Some entries end mid-line: the next one goes on with it.
+      const text = lines.join('\n') + (random(4) === 0 ? '' : '\n');
+      return {
+        text: text === '' ? 'z' : text,
+        time: T0 + n,
+        step: ['', 'ERROR', 'build'][random(3)]!,
+      };
+    });
+    const expected = new LogBuffer();
+    for (const entry of entries) expected.append(entry.text, entry);
+    // The server's pages: byte ranges of the log, a mark before each entry that begins in one.
+    const offsets: number[] = [];
+    let length = 0;
+    for (const entry of entries) {
+      offsets.push(length);
+      length += entry.text.length;
+    }
+    for (const pageChars of [1, 7, 64, 1000, length]) {
+      const buffer = new LogBuffer();
+      for (let from = 0; from < length; from += pageChars) {
+        let page = '';
+        entries.forEach((entry, n) => {
+          const at = offsets[n]!;
+          const start = Math.max(from, at);
+          const end = Math.min(from + pageChars, at + entry.text.length);
+          if (start >= end) return;
+          if (start === at) page += mark(entry.time, entry.step);
+          page += entry.text.slice(start - at, end - at);
+        });
+        buffer.appendMarked(page);
+      }
+      const all = (b: LogBuffer) =>
+        b.toArray().map((line, i) => [line, b.timeOf(i), b.stepOf(i), b.levelOf(i), b.markerOf(i)]);
+      expect(all(buffer), `pages of ${pageChars}`).toEqual(all(expected));
+      const leveled = (b: LogBuffer) => {
+        const found: number[][] = [];
+        b.forEachLeveled((index, level) => found.push([index, level]));
+        return found;
+      };
+      expect(leveled(buffer), `pages of ${pageChars}`).toEqual(leveled(expected));
+      expect(buffer.errorCount).toBe(expected.errorCount);
+    }
+  });
+
+  test('past its limit, a buffer of marked pages keeps the newest lines readable', () => {
+    const line = (n: number) => `line ${String(n).padStart(5, '0')}`;
+    const buffer = new LogBuffer(2000);
+    for (let page = 0; page < 20; page += 1) {
+      let text = '';
+      for (let n = page * 50; n < page * 50 + 50; n += 1) {
+        // Every tenth entry is cut in two, so some lines are pieces of their own.
+        text +=
+          n % 10 === 0
+            ? `${mark(T0 + n)}${line(n).slice(0, 4)}${mark(T0 + n)}${line(n).slice(4)}\n`
+            : `${mark(T0 + n)}${line(n)}\n`;
+      }
+      buffer.appendMarked(text);
+    }
+    expect(buffer.dropped).toBeGreaterThan(0);
+    expect(buffer.dropped + buffer.length).toBe(1000);
+    for (let i = 0; i < buffer.length; i += 1) {
+      expect(buffer.line(i)).toBe(line(buffer.dropped + i));
+      expect(buffer.timeOf(i)).toBe(T0 + buffer.dropped + i);
+    }
+  });
+
   test('a mark’s fields: the time read digit by digit as Date.parse reads it, the step decoded', () => {
     for (const ms of [0, T0, Date.UTC(1999, 11, 31, 23, 59, 59, 999)]) {
       const text = `x${iso(ms)}`;

@@ -249,7 +249,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   409: 'A conflict: a terminal status, a producer id used for other content.',
   413: 'The body, an event, a batch or a meta is over its limit.',
   415: 'An unsupported content type, charset or Content-Encoding.',
-  416: 'A byte range that starts at or past the end of the log; `Content-Range: bytes */<log bytes>`.',
+  416: 'A byte range that starts at or past the end of the log; `Content-Range` and `Tailwater-Log-Range`: `bytes */<log bytes>`.',
   421: 'The Host header does not name this server.',
   429: 'Too many connections, streams, appends or failed authentications of one client.',
   500: 'A bug; the server log has the details.',

@@ -32,6 +32,16 @@ export interface LineMeta {
   step?: string | undefined;
 }
 
+/**
+ * Text being appended: its piece (-1 until a line of it is kept), and the first line it may
+ * have added. Lines in between that went on from earlier text are pieces of their own.
+ */
+interface PieceRun {
+  readonly text: string;
+  piece: number;
+  readonly first: number;
+}
+
 const PER_LINE = ['piece', 'start', 'end', 'times', 'steps', 'levels', 'markers'] as const;
 
 /**
@@ -69,6 +79,8 @@ export class LogBuffer implements LogLines {
   private stepNames: string[] = [''];
   private stepIds = new Map<string, number>([['', 0]]);
   private count = 0;
+  /** The time and step of the last entry mark read (docs/API.md, `?entries=true`). */
+  private markedMeta: LineMeta = {};
   /** The last line has no newline yet: the next text continues it. */
   private open = false;
   /** Text held, newlines included. */
@@ -144,68 +156,86 @@ export class LogBuffer implements LogLines {
 
   /** Log text of a live entry: its lines get its time and step. */
   append(text: string, meta: LineMeta = {}): void {
-    this.add(text, meta);
+    const run: PieceRun = { text, piece: -1, first: this.count };
+    this.addSpan(run, 0, text.length, meta);
+    this.classifyRun(run);
+    this.trimIfOver();
   }
 
   /**
    * Log text of a `log.txt` read with `?entries=true` (docs/API.md): before each entry's text a
-   * mark, U+0000 `<time> <step>` U+0000, which stored text never holds. Each entry's text is
-   * appended as a live entry's is, with the mark's time and step.
+   * mark, U+0000 `<time> <step>` U+0000, which stored text never holds. Each entry's text gets
+   * the mark's time and step. The page is kept as one piece, marks and all, and its lines point
+   * into it: a string per entry would be a million strings for a million-line log, the heap the
+   * buffer exists to save. The part of an entry a page begins with (its mark is on the page
+   * before) keeps the last mark's time and step.
    */
   appendMarked(text: string): void {
+    const run: PieceRun = { text, piece: -1, first: this.count };
     let at = 0;
-    let meta: LineMeta = {};
     while (at < text.length) {
       if (text.charCodeAt(at) === 0) {
         const close = text.indexOf('\u0000', at + 1);
         if (close === -1) break; // a page ends inside a mark only if the server broke off
-        meta = parseMark(text, at + 1, close);
+        this.markedMeta = parseMark(text, at + 1, close);
         at = close + 1;
         continue;
       }
       const next = text.indexOf('\u0000', at);
       const upTo = next === -1 ? text.length : next;
-      this.add(text.slice(at, upTo), meta);
+      this.addSpan(run, at, upTo, this.markedMeta);
       at = upTo;
     }
+    this.classifyRun(run);
+    this.trimIfOver();
   }
 
-  private add(text: string, meta: LineMeta): void {
-    if (text === '') return;
-    this.chars += text.length;
+  /**
+   * The lines of `run.text` in [from, to), with `meta`'s time and step. They point into the run's
+   * piece (added with its first line), and are classified with the rest of the run, in one pass;
+   * only a line that goes on from the last text becomes a piece of its own.
+   */
+  private addSpan(run: PieceRun, from: number, to: number, meta: LineMeta): void {
+    if (from >= to) return;
+    const { text } = run;
+    this.chars += to - from;
     const time = meta.time ?? Number.NaN;
     const step = this.stepId(meta.step);
-    let from = 0;
+    // The end of the line that begins at `at` within the span, and whether a newline ends it.
+    const lineEnd = (at: number): [number, boolean] => {
+      const newline = text.indexOf('\n', at);
+      return newline === -1 || newline >= to ? [to, false] : [newline, true];
+    };
     if (this.open) {
       // The open line goes on: it becomes a piece of its own, its old text and the new joined.
       const last = this.count - 1;
-      const newline = text.indexOf('\n');
-      const upTo = newline === -1 ? text.length : newline;
-      const joined = this.line(last) + text.slice(0, upTo);
+      const [upTo, ended] = lineEnd(from);
+      const joined = this.line(last) + text.slice(from, upTo);
       const [keptTime, keptStep] = [this.times[last]!, this.steps[last]!];
       this.count -= 1;
       const piece = this.addPiece(joined);
       this.push(piece, 0, joined.length, keptTime, keptStep);
       this.classify(piece, last, last + 1);
-      if (newline === -1) return this.trimIfOver();
+      if (!ended) return;
       this.open = false;
-      from = newline + 1;
+      from = upTo + 1;
     }
-    if (from < text.length) {
-      const piece = this.addPiece(text);
-      const first = this.count;
-      while (from < text.length) {
-        const newline = text.indexOf('\n', from);
-        this.push(piece, from, newline === -1 ? text.length : newline, time, step);
-        if (newline === -1) {
-          this.open = true;
-          break;
-        }
-        from = newline + 1;
+    if (from >= to) return;
+    if (run.piece === -1) run.piece = this.addPiece(text);
+    while (from < to) {
+      const [upTo, ended] = lineEnd(from);
+      this.push(run.piece, from, upTo, time, step);
+      if (!ended) {
+        this.open = true;
+        return;
       }
-      this.classify(piece, first, this.count);
+      from = upTo + 1;
     }
-    this.trimIfOver();
+  }
+
+  /** Classifies the lines the run added to its piece. */
+  private classifyRun(run: PieceRun): void {
+    if (run.piece !== -1) this.classify(run.piece, run.first, this.count);
   }
 
   clear(): void {
@@ -218,6 +248,7 @@ export class LogBuffer implements LogLines {
     this.leveled = [];
     this.leveledFrom = 0;
     this.errors = 0;
+    this.markedMeta = {};
     this.clears += 1;
   }
 
@@ -235,13 +266,24 @@ export class LogBuffer implements LogLines {
   }
 
   /**
-   * Levels and section markers of lines [first, to), all in `piece`: each level's expression is
-   * run over the piece once, not once per line, and a match is put on the line it falls in.
+   * Levels and section markers of the lines in [first, to) that are in `piece` (the others went
+   * on from earlier text, are pieces of their own, and were classified as such): each level's
+   * expression is run over the piece once, not once per line, and a match is put on the line it
+   * falls in.
    */
   private classify(piece: number, first: number, to: number): void {
+    const own = (index: number) => this.piece[index] === piece;
     if (first >= to) return;
+    // Lines from `first` on leave the list first (an open line that went on is classified
+    // again), and all of them, foreign ones too, come back in order.
+    const firstNumber = this.dropped + first;
+    while (this.leveled.length > this.leveledFrom && this.leveled.at(-1)! >= firstNumber) {
+      const index = this.leveled.pop()! - this.dropped;
+      if (this.levels[index] === LEVEL_ERROR) this.errors -= 1;
+    }
     const text = this.pieces[piece]!;
     for (let index = first; index < to; index += 1) {
+      if (!own(index)) continue;
       const at = this.start[index]!;
       const c = text.charCodeAt(at);
       // Only `:` or `#` can begin a marker: most lines are passed over on their first character.
@@ -254,32 +296,36 @@ export class LogBuffer implements LogLines {
               ? MARKER_END
               : 0;
       this.markers[index] = marker;
+      this.levels[index] = 0;
       if (marker) this.structured = true;
     }
+    // The piece's text is searched from its first line in the range to its last.
+    let low = first;
+    let high = to;
+    while (low < high && !own(low)) low += 1;
+    while (high > low && !own(high - 1)) high -= 1;
     const mark = (pattern: RegExp | null, level: number) => {
-      if (!pattern) return;
-      let index = first;
-      pattern.lastIndex = this.start[first]!;
-      const limit = this.end[to - 1]!;
+      if (!pattern || low >= high) return;
+      let index = low;
+      pattern.lastIndex = this.start[low]!;
+      const limit = this.end[high - 1]!;
       for (
         let found = pattern.exec(text);
         found && found.index <= limit;
         found = pattern.exec(text)
       ) {
-        while (index < to && this.end[index]! < found.index) index += 1;
-        if (index === to) break;
+        while (index < high && (!own(index) || this.end[index]! < found.index)) index += 1;
+        if (index === high) break;
+        if (found.index < this.start[index]!) {
+          // In what lies between lines (an entry's mark): the search goes on from the line.
+          pattern.lastIndex = this.start[index]!;
+          continue;
+        }
         if (this.levels[index]! < level) this.levels[index] = level;
         pattern.lastIndex = this.end[index]! + 1;
         if (found[0] === '') pattern.lastIndex += 1;
       }
     };
-    // A line classified again (an open line that went on) leaves the list first.
-    const firstNumber = this.dropped + first;
-    while (this.leveled.length > this.leveledFrom && this.leveled.at(-1)! >= firstNumber) {
-      const index = this.leveled.pop()! - this.dropped;
-      if (this.levels[index] === LEVEL_ERROR) this.errors -= 1;
-    }
-    this.levels.fill(0, first, to);
     mark(this.patterns.warning, LEVEL_WARNING);
     mark(this.patterns.error, LEVEL_ERROR);
     for (let index = first; index < to; index += 1) {
@@ -355,7 +401,12 @@ export class LogBuffer implements LogLines {
     this.chars -= freed;
     this.dropped += count;
     // Pieces no kept line points into are let go (indices stay, so lines need no renumbering).
-    const firstKept = this.piece[0]!;
+    // A line that went on from a page is a piece after that page's though it comes before some
+    // of its lines, so the lowest piece kept is looked for (trimming is rare; this is O(n) too).
+    let firstKept = this.piece[0]!;
+    for (let index = 1; index < this.count; index += 1) {
+      firstKept = Math.min(firstKept, this.piece[index]!);
+    }
     for (let piece = firstKept - 1; piece >= 0 && this.pieces[piece] !== ''; piece -= 1) {
       this.pieces[piece] = '';
     }

@@ -24,7 +24,8 @@ export type LogHistoryFn = (
 ) => Promise<string | null>;
 
 const CURSOR_HEADER = 'Tailwater-Log-Cursor';
-const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
+const RANGE_HEADER = 'Tailwater-Log-Range';
+const LOG_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
 
 /**
  * `log.txt` read in ranges of `pageBytes` (docs/API.md, "Reading without streaming"): the next
@@ -33,14 +34,15 @@ const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
  * the server answered it, where a log entry ends; its `Tailwater-Log-Cursor` names that entry.
  * Bytes are decoded as one stream, since a range may end inside a character. Cookies go with it
  * as with every request of the page (same origin). Each entry's text comes after a mark with
- * its time and step (`?entries=true`): ranges still count the log's own bytes, and a server that
- * does not know the parameter says no `Tailwater-Log-Prefix`, so its text is taken as it is.
+ * its time and step (`?entries=true`), so a page is longer than the bytes of the log it holds:
+ * the range is asked for as `?bytes=`, whose answer is a 200 that says its range in
+ * `Tailwater-Log-Range`, because a 206 is cut by the browser to its `Content-Range`'s length. A
+ * server that knows neither parameter sends the whole log as plain text, which is taken as it is.
  */
 export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES): LogHistoryFn {
   return async (target, onText, signal) => {
     const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt?${MARKED_QUERY}`;
-    const ask = (from: number) =>
-      fetch(url, { headers: { range: `bytes=${from}-${from + pageBytes - 1}` }, signal });
+    const ask = (from: number) => fetch(`${url}&bytes=${from}-${from + pageBytes - 1}`, { signal });
     const decoder = new TextDecoder();
     let next = ask(0);
     for (;;) {
@@ -50,15 +52,12 @@ export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES)
         await response.body?.cancel();
         return response.headers.get(CURSOR_HEADER);
       }
-      const range =
-        response.status === 206
-          ? CONTENT_RANGE.exec(response.headers.get('content-range') ?? '')
-          : null;
-      if (response.status !== 200 && !range) {
+      if (response.status !== 200) {
         await response.body?.cancel();
         return null;
       }
-      // A 200 is the whole log: the server did not take the range.
+      // Without the header, the whole log: the server did not take the range.
+      const range = LOG_RANGE.exec(response.headers.get(RANGE_HEADER) ?? '');
       const end = range ? Number(range[2]) + 1 : Number.POSITIVE_INFINITY;
       const last = !range || end >= Number(range[3]);
       if (!last) next = ask(end);
