@@ -37,6 +37,19 @@ import { commentBytes, formatFrame, frameBytes, streamTo } from './sse.js';
 const entryFrames = new WeakMap<Entry, { epoch: string; frame: Buffer }>();
 const batchFrames = new WeakMap<readonly Entry[], { epoch: string; frame: Buffer }>();
 
+/** Frames are joined as text up to this many characters, then encoded (see `entries`). */
+const GROUP_CHARS = 16 * 1024;
+
+/** Strings (encoded as UTF-8) and buffers, one after the other, in one buffer of `size` bytes. */
+function join(parts: ReadonlyArray<string | Buffer>, size: number): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const part of parts) {
+    at += typeof part === 'string' ? out.write(part, at, 'utf8') : part.copy(out, at);
+  }
+  return out;
+}
+
 /**
  * Tailwater's own SSE dialect: `id: <seq>-<epoch>`, `event: kind`, `data: <entry JSON>`
  * (docs/API.md, "Streaming").
@@ -60,28 +73,39 @@ export class NativeEncoder implements FrameEncoder {
   }
 
   /**
-   * A batch is encoded as one string and copied into one buffer: a page a viewer catches up
-   * with (megabytes of log) is not made into a buffer per entry and then joined.
+   * A batch is encoded into one buffer of its size: a page a viewer catches up with (megabytes
+   * of log) is not made into a buffer per entry and then joined. Frames are joined as strings
+   * only up to GROUP_CHARS: V8 encodes one long joined string several times slower than its
+   * parts (the whole batch as one string cost more than JSON-escaping it; docs/BENCHMARKS.md,
+   * "Catch-up"). An entry already encoded on its own (sent to a viewer one at a time) is copied
+   * as the bytes it has, not decoded back to text.
    */
   entries(entries: readonly Entry[]): Buffer {
     const kept = batchFrames.get(entries);
     if (kept?.epoch === this.epoch) return kept.frame;
-    // Frames built as one string and copied once; an entry already encoded on its own (sent to
-    // a viewer one at a time) is joined as the bytes it has, not decoded back to text.
-    const parts: Buffer[] = [];
+    const parts: Array<string | Buffer> = [];
+    let size = 0;
     let text = '';
+    const flush = () => {
+      if (text === '') return;
+      parts.push(text);
+      size += Buffer.byteLength(text, 'utf8');
+      text = '';
+    };
     for (const entry of entries) {
       const one = entryFrames.get(entry);
-      if (one?.epoch !== this.epoch) {
-        text += this.entryText(entry);
+      if (one?.epoch === this.epoch) {
+        flush();
+        parts.push(one.frame);
+        size += one.frame.length;
         continue;
       }
-      if (text !== '') parts.push(Buffer.from(text, 'utf8'));
-      text = '';
-      parts.push(one.frame);
+      text += this.entryText(entry);
+      if (text.length >= GROUP_CHARS) flush();
     }
-    if (text !== '' || parts.length === 0) parts.push(Buffer.from(text, 'utf8'));
-    const frame = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    flush();
+    const frame =
+      parts.length === 1 && typeof parts[0] !== 'string' ? parts[0]! : join(parts, size);
     batchFrames.set(entries, { epoch: this.epoch, frame });
     return frame;
   }
