@@ -240,4 +240,47 @@ describe('the log viewer in Chromium', () => {
     expect(await seriousAxeViolations(page)).toEqual([]);
     await page.getByRole('combobox', { name: 'Timestamps' }).selectOption('off');
   });
+
+  it('wrapped lines are rows of their own heights: none overlaps, and a #L link still centres its line', async () => {
+    const run = runPath(PIPELINE, 'wrapped');
+    // Every seventh line is long enough to wrap over several rows of the screen.
+    let text = '';
+    for (let n = 1; n <= 3000; n += 1) {
+      text += n % 7 === 0 ? `long ${n} ${'word '.repeat(400)}\n` : `short ${n}\n`;
+    }
+    await postLog(server!, run, text);
+    await page.goto(runUrl(server!, 'wrapped'));
+    await row(page, 3000).waitFor();
+    await page.getByRole('checkbox', { name: 'Wrap lines' }).check();
+    try {
+      await page.goto(runUrl(server!, 'wrapped', '#L2401'));
+      await row(page, 2401).and(logBox(page).locator('.line-target')).waitFor();
+      await expect.poll(() => inView(page, 2401)).toBe(true);
+      // Each drawn row begins where the one before it ends, however many rows of text it has.
+      const boxes = await logBox(page)
+        .locator('.log-line')
+        .evaluateAll((rows) =>
+          rows.map((r) => {
+            const box = r.getBoundingClientRect();
+            return { line: Number(r.getAttribute('data-line')), top: box.top, height: box.height };
+          }),
+        );
+      boxes.sort((a, b) => a.line - b.line);
+      expect(boxes.length).toBeGreaterThan(20);
+      for (let i = 1; i < boxes.length; i += 1) {
+        const [before, after] = [boxes[i - 1]!, boxes[i]!];
+        expect(after.line).toBe(before.line + 1);
+        expect(
+          Math.abs(after.top - (before.top + before.height)),
+          `line ${after.line}`,
+        ).toBeLessThan(1);
+      }
+      const long = boxes.find((box) => box.line % 7 === 0)!;
+      const short = boxes.find((box) => box.line % 7 !== 0)!;
+      expect(long.height).toBeGreaterThan(short.height * 3);
+      await screenshot(page, 'log-viewer-wrapped.png');
+    } finally {
+      await page.getByRole('checkbox', { name: 'Wrap lines' }).uncheck();
+    }
+  });
 });

@@ -100,6 +100,31 @@ describe('history read with entry marks (log.txt?entries=true)', () => {
     }
   });
 
+  test('marked text read as it arrives, cut anywhere (inside marks too), reads as if whole', () => {
+    const whole =
+      `${mark(T0, 'build all')}make\nERROR x\n${mark(T0 + 1)}::group::G\nin` +
+      `${mark(T0 + 2, 'test')} G\n::endgroup::\n${mark(T0 + 3)}${mark(T0 + 4, '%')}last`;
+    const all = (b: LogBuffer) =>
+      b.toArray().map((line, i) => [line, b.timeOf(i), b.stepOf(i), b.levelOf(i), b.markerOf(i)]);
+    const expected = new LogBuffer();
+    expected.appendMarked(whole);
+    expect(expected.toArray()).toEqual([
+      'make',
+      'ERROR x',
+      '::group::G',
+      'in G',
+      '::endgroup::',
+      'last',
+    ]);
+    for (let size = 1; size <= whole.length; size += 1) {
+      const buffer = new LogBuffer();
+      for (let at = 0; at < whole.length; at += size)
+        buffer.appendMarked(whole.slice(at, at + size));
+      expect(all(buffer), `pieces of ${size}`).toEqual(all(expected));
+      expect(buffer.errorCount).toBe(1);
+    }
+  });
+
   test('past its limit, a buffer of marked pages keeps the newest lines readable', () => {
     const line = (n: number) => `line ${String(n).padStart(5, '0')}`;
     const buffer = new LogBuffer(2000);

@@ -1,4 +1,3 @@
-import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'react';
 import type { MouseEvent, UIEvent } from 'react';
 import { AnsiLine } from '../ansi.js';
@@ -10,6 +9,7 @@ import { plainRows } from './log-sections.js';
 import type { Rows, Section } from './log-sections.js';
 import { formatClock, formatElapsed, formatSpan } from './line-time.js';
 import type { TimestampMode } from './view-settings.js';
+import { useRowWindow } from './use-row-window.js';
 import './log-view.css';
 
 /** How close to the bottom (px) still counts as "at the bottom" for follow mode. */
@@ -96,15 +96,17 @@ export function LogView({
   onCopyLink?: (index: number) => void;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
-  // The virtualizer returns functions that change without their identity changing, which the
-  // React Compiler cannot memoize; this app is not compiled, so there is nothing to lose.
-  // eslint-disable-next-line react-hooks/incompatible-library
-  const virtualizer = useVirtualizer({
+  const contentRef = useRef<HTMLDivElement>(null);
+  const rowWindow = useRowWindow({
+    scrollRef,
+    contentRef,
     count: rows.length,
-    getScrollElement: () => scrollRef.current,
-    estimateSize: () => LINE_HEIGHT,
+    estimate: LINE_HEIGHT,
     overscan: 20,
+    measure: wrap,
+    pinBottom: follow,
   });
+  const { scrollToIndex, totalSize } = rowWindow;
 
   const marksByLine = useMemo(() => {
     const byLine = new Map<number, Mark[]>();
@@ -135,7 +137,7 @@ export function LogView({
     if (!follow || !element) return;
     element.scrollTop = element.scrollHeight;
     lastScrollTop.current = element.scrollTop;
-  }, [follow, count, rowCount, version, wrap]);
+  }, [follow, count, rowCount, version, wrap, totalSize]);
 
   // Lines let go above the view: keep what the user is reading where it is.
   const previousFirstLine = useRef(firstLine);
@@ -151,8 +153,8 @@ export function LogView({
   const activeLine = matches[active]?.line;
   const activeRow = activeLine === undefined ? undefined : rows.rowOf(activeLine);
   useEffect(() => {
-    if (activeRow !== undefined) virtualizer.scrollToIndex(activeRow, { align: 'center' });
-  }, [activeRow, active, virtualizer]);
+    if (activeRow !== undefined) scrollToIndex(activeRow);
+  }, [activeRow, active, scrollToIndex]);
 
   // The target line, once it is loaded (history may still be arriving): to the middle, once per
   // move, so that scrolling away from it afterwards is the user's to do.
@@ -163,8 +165,8 @@ export function LogView({
     const move = `${targetMove}:${target}`;
     if (scrolledTo.current === move) return;
     scrolledTo.current = move;
-    virtualizer.scrollToIndex(targetRow, { align: 'center' });
-  }, [target, targetRow, targetMove, virtualizer]);
+    scrollToIndex(targetRow);
+  }, [target, targetRow, targetMove, scrollToIndex]);
   // While a target is waited for or was just shown, reaching the bottom (a short log, a target
   // near the end) does not resume follow: only the user's own scrolling does, or Jump to latest.
   const pinned = useRef(false);
@@ -266,8 +268,8 @@ export function LogView({
       onPointerDown={unpin}
       onTouchStart={unpin}
     >
-      <div style={{ height: virtualizer.getTotalSize(), position: 'relative', width: '100%' }}>
-        {virtualizer.getVirtualItems().map((item) => {
+      <div ref={contentRef} style={{ height: totalSize, position: 'relative', width: '100%' }}>
+        {rowWindow.rows.map((item) => {
           const at = rows.at(item.index);
           const style = {
             position: 'absolute' as const,
@@ -277,13 +279,11 @@ export function LogView({
             ...(wrap ? {} : { height: item.size }),
             transform: `translateY(${item.start}px)`,
           };
-          const measure = wrap ? virtualizer.measureElement : undefined;
           if (at < 0) {
             const section = sections[-1 - at]!;
             return (
               <div
-                key={item.key}
-                ref={measure}
+                key={item.index}
                 className={
                   section.error
                     ? 'log-line section-header section-failed'
@@ -315,8 +315,7 @@ export function LogView({
           if (group?.error) classes.push('section-failed');
           return (
             <div
-              key={item.key}
-              ref={measure}
+              key={item.index}
               className={classes.join(' ')}
               data-index={item.index}
               data-line={numberOf(at)}

@@ -81,6 +81,8 @@ export class LogBuffer implements LogLines {
   private count = 0;
   /** The time and step of the last entry mark read (docs/API.md, `?entries=true`). */
   private markedMeta: LineMeta = {};
+  /** What the last marked text ended with of a mark it did not close (undefined: none). */
+  private openMark: string | undefined;
   /** The last line has no newline yet: the next text continues it. */
   private open = false;
   /** Text held, newlines included. */
@@ -168,15 +170,32 @@ export class LogBuffer implements LogLines {
    * the mark's time and step. The page is kept as one piece, marks and all, and its lines point
    * into it: a string per entry would be a million strings for a million-line log, the heap the
    * buffer exists to save. The part of an entry a page begins with (its mark is on the page
-   * before) keeps the last mark's time and step.
+   * before) keeps the last mark's time and step. Text read as it arrives may end anywhere, inside
+   * a mark too: the next text goes on with it.
    */
   appendMarked(text: string): void {
     const run: PieceRun = { text, piece: -1, first: this.count };
     let at = 0;
+    if (this.openMark !== undefined) {
+      // The last text ended inside a mark: this one begins with the rest of it.
+      const close = text.indexOf('\u0000');
+      if (close === -1) {
+        this.openMark += text;
+        return;
+      }
+      const mark = this.openMark + text.slice(0, close);
+      this.openMark = undefined;
+      this.markedMeta = parseMark(mark, 0, mark.length);
+      at = close + 1;
+    }
     while (at < text.length) {
       if (text.charCodeAt(at) === 0) {
         const close = text.indexOf('\u0000', at + 1);
-        if (close === -1) break; // a page ends inside a mark only if the server broke off
+        if (close === -1) {
+          // Text read as it arrives may end anywhere, inside a mark too.
+          this.openMark = text.slice(at + 1);
+          break;
+        }
         this.markedMeta = parseMark(text, at + 1, close);
         at = close + 1;
         continue;
@@ -249,6 +268,7 @@ export class LogBuffer implements LogLines {
     this.leveledFrom = 0;
     this.errors = 0;
     this.markedMeta = {};
+    this.openMark = undefined;
     this.clears += 1;
   }
 
