@@ -2,7 +2,7 @@ import { runPath } from '../../../src/client/index.js';
 import { MARKED_QUERY, PREFIX_HEADER, isMarked } from './line-prefix.js';
 
 /** A page of history: big enough that a 100 MB log is a few requests, small enough to show early. */
-export const HISTORY_PAGE_BYTES = 16 * 1024 * 1024;
+export const HISTORY_PAGE_BYTES = 64 * 1024 * 1024;
 
 /** Where a run is, as the view names it (`latest` allowed). */
 export interface RunTarget {
