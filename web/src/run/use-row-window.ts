@@ -1,5 +1,6 @@
 import { useCallback, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import type { RefObject } from 'react';
+import { flushSync } from 'react-dom';
 import { RowHeights } from './row-heights.js';
 
 /** A row to draw: its index, where it begins and how high it is (px). */
@@ -77,13 +78,16 @@ export function useRowWindow({
     const element = scrollRef.current;
     if (!element) return;
     readViewport();
-    element.addEventListener('scroll', readViewport, { passive: true });
+    // Drawn before the frame is painted, as the browser scrolls: a render left for later shows
+    // a frame of rows that are no longer there, or none.
+    const onScroll = () => flushSync(readViewport);
+    element.addEventListener('scroll', onScroll, { passive: true });
     // jsdom has no ResizeObserver; its elements never change size anyway.
     const observer =
       typeof ResizeObserver === 'function' ? new ResizeObserver(readViewport) : undefined;
     observer?.observe(element);
     return () => {
-      element.removeEventListener('scroll', readViewport);
+      element.removeEventListener('scroll', onScroll);
       observer?.disconnect();
     };
   }, [scrollRef, readViewport]);
