@@ -18,6 +18,9 @@ export interface Migration {
 /** Eight random lowercase hex digits, as the SQLite store makes them (core functions only). */
 export const NEW_EPOCH_SQL = `substr(md5(random()::text || clock_timestamp()::text), 1, 8)`;
 
+/** Line feeds in the text column `body`. */
+const FEEDS = `length(body) - length(replace(body, E'\\n', ''))`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -154,6 +157,25 @@ CREATE INDEX entries_without_log ON entries (stream_id, seq) WHERE log_offset IS
     sql: `
 -- A pipeline's runs created between two dates (listRuns with since/until), newest first.
 CREATE INDEX runs_by_pipeline_created ON runs (pipeline, created_at, position);
+`,
+  },
+  {
+    version: 6,
+    name: 'log lines',
+    sql: `
+-- Lines found by number (docs/API.md, ?lines=): line feeds in each stream's log, and before
+-- each log chunk, filled from the text already stored (each log read once), then the index
+-- that finds the chunk holding the n-th line feed.
+ALTER TABLE streams ADD COLUMN log_lines bigint NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN log_line bigint;
+UPDATE entries e SET log_line = b.feeds FROM (
+  SELECT stream_id, seq, coalesce(sum(${FEEDS}) OVER (PARTITION BY stream_id
+    ORDER BY log_offset ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS feeds
+  FROM entries WHERE log_offset IS NOT NULL) b
+WHERE e.stream_id = b.stream_id AND e.seq = b.seq;
+UPDATE streams s SET log_lines = coalesce((SELECT sum(${FEEDS}) FROM entries e
+  WHERE e.stream_id = s.id AND e.log_offset IS NOT NULL), 0);
+CREATE INDEX entries_log_line ON entries (stream_id, log_line, seq) WHERE log_offset IS NOT NULL;
 `,
   },
 ];

@@ -28,6 +28,7 @@ import {
   checkLogRetry,
   entryTime,
   Numbering,
+  lineStart,
   pendingEvent,
   pendingLog,
   planEventBatch,
@@ -107,6 +108,7 @@ interface StreamRow {
   last_seq: number;
   first_seq: number;
   log_bytes: number;
+  log_lines: number;
   last_time: number;
 }
 
@@ -115,6 +117,7 @@ interface LockedStream {
   id: number;
   lastSeq: number;
   logBytes: number;
+  logLines: number;
   lastTime: number;
   dirty: boolean;
 }
@@ -148,16 +151,17 @@ const STREAM_ID = '(SELECT id FROM streams WHERE type = $1 AND pipeline = $2 AND
  * is an index search bounded by what it returns.
  */
 const SQL = {
-  lockStream: `SELECT id, last_seq, first_seq, log_bytes, last_time FROM streams
+  lockStream: `SELECT id, last_seq, first_seq, log_bytes, log_lines, last_time FROM streams
     WHERE type = $1 AND pipeline = $2 AND name = $3 FOR UPDATE`,
   createStream: `INSERT INTO streams (type, pipeline, name) VALUES ($1, $2, $3)
     ON CONFLICT (type, pipeline, name) DO NOTHING
-    RETURNING id, last_seq, first_seq, log_bytes, last_time`,
-  updateStream: 'UPDATE streams SET last_seq = $2, log_bytes = $3, last_time = $4 WHERE id = $1',
+    RETURNING id, last_seq, first_seq, log_bytes, log_lines, last_time`,
+  updateStream: `UPDATE streams SET last_seq = $2, log_bytes = $3, log_lines = $4, last_time = $5
+    WHERE id = $1`,
   insertEntries: `INSERT INTO entries (stream_id, time, seq, kind, step, correlation_id,
-      producer_id, log_offset, body, extra)
+      producer_id, log_offset, log_line, body, extra)
     SELECT $1::bigint, $2::bigint, u.* FROM unnest($3::bigint[], $4::text[], $5::text[],
-      $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[]) AS u`,
+      $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[]) AS u`,
   entriesByProducerIds: `SELECT ${ENTRY_COLUMNS} FROM entries
     WHERE stream_id = $1 AND producer_id = ANY ($2::text[])`,
   entriesFrom: `SELECT ${ENTRY_COLUMNS} FROM entries
@@ -205,8 +209,12 @@ const SQL = {
     ) weighed WHERE weight_before < $3 ORDER BY fqn`,
   pipelineById: 'SELECT fqn FROM pipelines WHERE id = $1',
 
-  bounds: `SELECT first_seq, last_seq, log_bytes FROM streams
+  bounds: `SELECT id, first_seq, last_seq, log_bytes, log_lines FROM streams
     WHERE type = $1 AND pipeline = $2 AND name = $3`,
+  /** The last log chunk with fewer than $2 line feeds before it: the one that holds that one. */
+  lineChunk: `SELECT log_offset, log_line, body FROM entries
+    WHERE stream_id = $1 AND log_offset IS NOT NULL AND log_line < $2
+    ORDER BY log_line DESC, seq DESC LIMIT 1`,
   seqOfProducerId: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID} AND producer_id = $4`,
   nthLatest: `SELECT seq FROM entries WHERE stream_id = ${STREAM_ID}
     ORDER BY seq DESC OFFSET $4 LIMIT 1`,
@@ -776,8 +784,25 @@ export class PostgresStore implements Store, LeaseStore {
       ? []
       : await this.rows<StreamRow>(named('bounds', keyParams(key)));
     const epoch = this.epoch;
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch };
-    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes, epoch };
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch };
+    return {
+      firstSeq: row.first_seq,
+      lastSeq: row.last_seq,
+      logBytes: row.log_bytes,
+      logLines: row.log_lines,
+      epoch,
+    };
+  }
+
+  async logLineStart(key: StreamKey, line: number): Promise<number | undefined> {
+    if (hasNulInKey(key)) return undefined;
+    const [row] = await this.rows<StreamRow>(named('bounds', keyParams(key)));
+    if (!row) return undefined;
+    return lineStart(line, row.log_bytes, row.log_lines, async (feeds) => {
+      type Row = { log_offset: number; log_line: number; body: string };
+      const [found] = await this.rows<Row>(named('lineChunk', [row.id, feeds]));
+      return found && { logOffset: found.log_offset, logLine: found.log_line, body: found.body };
+    });
   }
 
   async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {
@@ -1038,6 +1063,7 @@ class Transaction {
       id: row.id,
       lastSeq: row.last_seq,
       logBytes: row.log_bytes,
+      logLines: row.log_lines,
       lastTime: row.last_time,
       dirty: false,
     };
@@ -1061,18 +1087,19 @@ class Transaction {
    */
   async insert(stream: LockedStream, pending: readonly PendingEntry[]): Promise<number[]> {
     const time = entryTime(this.now, stream.lastTime);
-    const numbering = new Numbering(stream.lastSeq, stream.logBytes);
+    const numbering = new Numbering(stream.lastSeq, stream.logBytes, stream.logLines);
     const seqs: number[] = [];
     let columns = emptyColumns();
     let text = 0;
     for (const entry of pending) {
-      const { seq, logOffset } = numbering.next(entry);
+      const { seq, logOffset, logLine } = numbering.next(entry);
       columns.seq.push(seq);
       columns.kind.push(entry.kind);
       columns.step.push(entry.step ?? null);
       columns.correlationId.push(entry.correlationId ?? null);
       columns.id.push(entry.id ?? null);
       columns.logOffset.push(logOffset);
+      columns.logLine.push(logLine);
       columns.body.push(entry.body);
       columns.extra.push(entry.extra ?? null);
       seqs.push(seq);
@@ -1086,6 +1113,7 @@ class Transaction {
     if (columns.seq.length > 0) await this.insertRows(stream.id, time, columns);
     stream.lastSeq = numbering.lastSeq;
     stream.logBytes = numbering.logBytes;
+    stream.logLines = numbering.logLines;
     stream.lastTime = time;
     stream.dirty = true;
     return seqs;
@@ -1102,6 +1130,7 @@ class Transaction {
         c.correlationId,
         c.id,
         c.logOffset,
+        c.logLine,
         c.body,
         c.extra,
       ]),
@@ -1113,7 +1142,13 @@ class Transaction {
     for (const stream of this.streams.values()) {
       if (!stream.dirty) continue;
       await this.rows(
-        named('updateStream', [stream.id, stream.lastSeq, stream.logBytes, stream.lastTime]),
+        named('updateStream', [
+          stream.id,
+          stream.lastSeq,
+          stream.logBytes,
+          stream.logLines,
+          stream.lastTime,
+        ]),
       );
     }
   }
@@ -1126,6 +1161,7 @@ interface Columns {
   correlationId: (string | null)[];
   id: (string | null)[];
   logOffset: (number | null)[];
+  logLine: (number | null)[];
   body: string[];
   extra: (string | null)[];
 }
@@ -1138,6 +1174,7 @@ function emptyColumns(): Columns {
     correlationId: [],
     id: [],
     logOffset: [],
+    logLine: [],
     body: [],
     extra: [],
   };

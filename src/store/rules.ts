@@ -192,19 +192,69 @@ export function entryTime(now: number, lastTime: number): number {
   return Math.max(now, lastTime);
 }
 
+/**
+ * Numbers a stream's new entries: each its seq, and each log chunk where it begins in the log,
+ * in bytes (`logOffset`) and in line feeds before it (`logLine`: the chunk's first byte is on
+ * line `logLine + 1`), which is how a line is found by its number (docs/API.md, `?lines=`).
+ */
 export class Numbering {
   constructor(
     public lastSeq: number,
     public logBytes: number,
+    public logLines: number,
   ) {}
 
-  next(entry: PendingEntry): { seq: number; logOffset: number | null } {
+  next(entry: PendingEntry): { seq: number; logOffset: number | null; logLine: number | null } {
     this.lastSeq += 1;
-    if (!entry.isLog) return { seq: this.lastSeq, logOffset: null };
+    if (!entry.isLog) return { seq: this.lastSeq, logOffset: null, logLine: null };
     const logOffset = this.logBytes;
+    const logLine = this.logLines;
     this.logBytes += Buffer.byteLength(entry.body, 'utf8');
-    return { seq: this.lastSeq, logOffset };
+    this.logLines += lineFeeds(entry.body);
+    return { seq: this.lastSeq, logOffset, logLine };
   }
+}
+
+/** How many line feeds `text` holds. */
+export function lineFeeds(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1;
+  return count;
+}
+
+/** What a store keeps of the log chunk that holds a line feed, to find where a line begins. */
+export interface LineChunk {
+  logOffset: number;
+  /** Line feeds in the log before the chunk. */
+  logLine: number;
+  body: string;
+}
+
+/**
+ * Where line `line` (1-based) of a log of `logBytes` bytes and `logLines` line feeds begins, in
+ * bytes, or undefined when the log has no such line (a log that ends with a line feed has no
+ * line after it). `chunkBefore(n)` is the last chunk with fewer than `n` line feeds before it:
+ * the one that holds the n-th. Both stores find lines so (store contract: "log lines").
+ */
+export async function lineStart(
+  line: number,
+  logBytes: number,
+  logLines: number,
+  chunkBefore: (feeds: number) => Promise<LineChunk | undefined>,
+): Promise<number | undefined> {
+  const feeds = line - 1;
+  if (!Number.isSafeInteger(feeds) || feeds < 0 || feeds > logLines) return undefined;
+  if (feeds === 0) return logBytes > 0 ? 0 : undefined;
+  const chunk = await chunkBefore(feeds);
+  if (!chunk) return undefined;
+  let at = -1;
+  for (let n = chunk.logLine; n < feeds; n += 1) {
+    at = chunk.body.indexOf('\n', at + 1);
+    if (at === -1) return undefined;
+  }
+  if (at === -1) return undefined;
+  const start = chunk.logOffset + Buffer.byteLength(chunk.body.slice(0, at + 1), 'utf8');
+  return start < logBytes ? start : undefined;
 }
 
 /** How a batch of events splits into new entries and retries of stored (or earlier) ones. */

@@ -1,3 +1,5 @@
+import type Database from 'better-sqlite3';
+
 /**
  * The SQLite schema, created if missing (every statement is idempotent); `MIGRATIONS` then fill
  * what a database made by an older version lacks. `streams` keeps each key's counters forever, so a seq never goes back for
@@ -10,6 +12,8 @@ CREATE TABLE IF NOT EXISTS streams (
   last_seq  INTEGER NOT NULL DEFAULT 0,
   first_seq INTEGER NOT NULL DEFAULT 1,
   log_bytes INTEGER NOT NULL DEFAULT 0,
+  -- Line feeds in the log (entries.log_line): lines are found by number (addLogLines).
+  log_lines INTEGER NOT NULL DEFAULT 0,
   -- How far the search index has reached (sqlite-search.ts).
   search_seq INTEGER NOT NULL DEFAULT 0
 );
@@ -51,6 +55,7 @@ CREATE TABLE IF NOT EXISTS entries (
   correlation_id TEXT,
   producer_id    TEXT,
   log_offset     INTEGER,
+  log_line       INTEGER,
   body           TEXT    NOT NULL,
   extra          TEXT,
   PRIMARY KEY (stream_id, seq)
@@ -77,3 +82,32 @@ CREATE TABLE IF NOT EXISTS pipelines (
   last_run TEXT
 );
 `;
+
+/** Line feeds in a text column, in SQL (SQLite's and PostgreSQL's alike but for the line feed). */
+const FEEDS = `length(body) - length(replace(body, char(10), ''))`;
+
+/**
+ * Lines found by number (docs/API.md, `?lines=`): `streams.log_lines` and `entries.log_line`,
+ * counts of line feeds, and the index that finds the chunk holding the n-th. A database made
+ * before them gets the columns, filled from the text it holds (each log read once: a minute or
+ * so a few GB), then the index.
+ */
+export function addLogLines(db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(entries)').all();
+  if (!columns.some((column) => column.name === 'log_line')) {
+    db.transaction(() => {
+      db.exec(`
+ALTER TABLE streams ADD COLUMN log_lines INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN log_line INTEGER;
+UPDATE entries SET log_line = before.feeds FROM (
+  SELECT stream_id AS sid, seq AS s, coalesce(sum(${FEEDS}) OVER (PARTITION BY stream_id
+    ORDER BY log_offset ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS feeds
+  FROM entries WHERE log_offset IS NOT NULL) AS before
+WHERE entries.stream_id = before.sid AND entries.seq = before.s;
+UPDATE streams SET log_lines = coalesce((SELECT sum(${FEEDS}) FROM entries
+  WHERE entries.stream_id = streams.id AND log_offset IS NOT NULL), 0);`);
+    })();
+  }
+  db.exec(`CREATE INDEX IF NOT EXISTS entries_log_line
+  ON entries (stream_id, log_line) WHERE log_offset IS NOT NULL;`);
+}

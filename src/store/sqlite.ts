@@ -12,7 +12,7 @@ import { runKey, streamId, topicKey } from '../model/stream-key.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
 import type { Lease, LeaseStore } from './lease.js';
 import { LocalLeases } from './lease.js';
-import { SCHEMA } from './sqlite-schema.js';
+import { SCHEMA, addLogLines } from './sqlite-schema.js';
 import { globToSqliteGlob } from './search-sql.js';
 import { SEARCH_SCHEMA, SqliteSearch, addSearchColumn } from './sqlite-search.js';
 import type {
@@ -50,6 +50,7 @@ import {
   checkLogRetry,
   entryTime,
   Numbering,
+  lineStart,
   deletedFeedBody,
   pendingLog,
   planEventBatch,
@@ -73,6 +74,7 @@ interface StreamRow {
   last_seq: number;
   first_seq: number;
   log_bytes: number;
+  log_lines: number;
 }
 
 interface RunRow {
@@ -106,8 +108,8 @@ const ENTRY_COLUMNS = `seq, time, kind, step, correlation_id, producer_id, log_o
  * for `ORDER BY seq`, which on a long stream is a scan, hence the INDEXED BY.
  */
 export const READ_SQL = {
-  streamByKey: 'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE key = ?',
-  streamById: 'SELECT id, last_seq, first_seq, log_bytes FROM streams WHERE id = ?',
+  streamByKey: 'SELECT id, last_seq, first_seq, log_bytes, log_lines FROM streams WHERE key = ?',
+  streamById: 'SELECT id, last_seq, first_seq, log_bytes, log_lines FROM streams WHERE id = ?',
   entryByProducerId: `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND producer_id = ?`,
   readEntries: `SELECT ${ENTRY_COLUMNS} FROM entries WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
   /** Entries of one kind other than log text, after a cursor. */
@@ -127,6 +129,10 @@ export const READ_SQL = {
     WHERE stream_id = ? AND log_offset >= ? ORDER BY log_offset LIMIT 1`,
   logRange: `SELECT seq, log_offset, body, time, step FROM entries INDEXED BY entries_log_offset
     WHERE stream_id = ? AND log_offset >= ? AND log_offset < ? ORDER BY log_offset`,
+  /** The last log chunk with fewer than ? line feeds before it: the one that holds that one. */
+  lineChunk: `SELECT log_offset, log_line, body FROM entries INDEXED BY entries_log_line
+    WHERE stream_id = ? AND log_offset IS NOT NULL AND log_line < ?
+    ORDER BY log_line DESC, seq DESC LIMIT 1`,
   logChunkStartBefore: `SELECT max(log_offset) AS start FROM entries
     WHERE stream_id = ? AND log_offset IS NOT NULL AND log_offset <= ?`,
   nthLatest: 'SELECT seq FROM entries WHERE stream_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?',
@@ -179,6 +185,10 @@ function readStatements(db: Database.Database) {
       [number, number, number],
       { seq: number; log_offset: number; body: string; time: number; step: string | null }
     >(q.logRange),
+    lineChunk: db.prepare<
+      [number, number],
+      { log_offset: number; log_line: number; body: string }
+    >(q.lineChunk),
     logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
       q.logChunkStartBefore,
     ),
@@ -215,12 +225,12 @@ function writeStatements(db: Database.Database) {
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
     insertStream: db.prepare<[string]>('INSERT INTO streams (key) VALUES (?)'),
-    updateStream: db.prepare<[number, number, number]>(
-      'UPDATE streams SET last_seq = ?, log_bytes = ? WHERE id = ?',
+    updateStream: db.prepare<[number, number, number, number]>(
+      'UPDATE streams SET last_seq = ?, log_bytes = ?, log_lines = ? WHERE id = ?',
     ),
     insertEntry: db.prepare(
       `INSERT INTO entries (stream_id, seq, time, kind, step, correlation_id, producer_id,
-         log_offset, body, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         log_offset, log_line, body, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRun: db.prepare(
       `INSERT INTO runs (id, pipeline, run_id, stream_id, status, created_at, started_at,
@@ -300,6 +310,7 @@ export class SqliteStore implements Store, LeaseStore {
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     migrate(this.db);
+    addLogLines(this.db);
     addSearchColumn(this.db);
     this.db.exec(SEARCH_SCHEMA);
     this.epoch = readEpoch(this.db);
@@ -660,12 +671,12 @@ export class SqliteStore implements Store, LeaseStore {
     now: number,
   ): Generator<void, number[], void> {
     const stream = this.streamRow(key);
-    const numbering = new Numbering(stream.last_seq, stream.log_bytes);
+    const numbering = new Numbering(stream.last_seq, stream.log_bytes, stream.log_lines);
     const time = entryTime(now, this.lastTime(stream));
     this.lastTimes.set(stream.id, time);
     const seqs: number[] = [];
     for (const entry of pending) {
-      const { seq, logOffset } = numbering.next(entry);
+      const { seq, logOffset, logLine } = numbering.next(entry);
       this.write_.insertEntry.run(
         stream.id,
         seq,
@@ -675,6 +686,7 @@ export class SqliteStore implements Store, LeaseStore {
         entry.correlationId ?? null,
         entry.id ?? null,
         logOffset,
+        logLine,
         entry.body,
         entry.extra ?? null,
       );
@@ -682,7 +694,12 @@ export class SqliteStore implements Store, LeaseStore {
       seqs.push(seq);
       yield;
     }
-    this.write_.updateStream.run(numbering.lastSeq, numbering.logBytes, stream.id);
+    this.write_.updateStream.run(
+      numbering.lastSeq,
+      numbering.logBytes,
+      numbering.logLines,
+      stream.id,
+    );
     return seqs;
   }
 
@@ -797,8 +814,24 @@ export class SqliteStore implements Store, LeaseStore {
     const sid = this.knownStreamId(key);
     const row = sid === undefined ? undefined : this.r.streamById.get(sid);
     const epoch = this.epoch;
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch };
-    return { firstSeq: row.first_seq, lastSeq: row.last_seq, logBytes: row.log_bytes, epoch };
+    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch };
+    return {
+      firstSeq: row.first_seq,
+      lastSeq: row.last_seq,
+      logBytes: row.log_bytes,
+      logLines: row.log_lines,
+      epoch,
+    };
+  }
+
+  async logLineStart(key: StreamKey, line: number): Promise<number | undefined> {
+    const sid = this.knownStreamId(key);
+    const row = sid === undefined ? undefined : this.r.streamById.get(sid);
+    if (!row) return undefined;
+    return lineStart(line, row.log_bytes, row.log_lines, async (feeds) => {
+      const found = this.r.lineChunk.get(row.id, feeds);
+      return found && { logOffset: found.log_offset, logLine: found.log_line, body: found.body };
+    });
   }
 
   async readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]> {

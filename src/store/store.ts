@@ -131,6 +131,8 @@ export interface StreamBounds {
   lastSeq: number;
   /** Bytes of log text ever written to this stream. */
   logBytes: number;
+  /** Line feeds in that text (a log that does not end with one has a line more). */
+  logLines: number;
   /**
    * The store's epoch: made when the database is created, made anew by `renewEpoch()` after a
    * restore. A cursor handed out under another epoch may number other entries (docs/STORAGE.md).
@@ -284,6 +286,11 @@ export interface Store {
   readLog(key: StreamKey, offset: number, limit: number): Promise<LogChunk[]>;
   /** The log chunk that holds byte `byte` of the log, if there is one. */
   logChunkAt(key: StreamKey, byte: number): Promise<LogChunkPosition | undefined>;
+  /**
+   * Where line `line` (1-based) of the log begins, in bytes (the byte after its line feed before
+   * it), found by index however long the log; undefined when the log has no such line.
+   */
+  logLineStart(key: StreamKey, line: number): Promise<number | undefined>;
 
   /** Topics ever written, the server's own (`_runs`) included, by name, a page at a time. */
   listTopics(page: PageRequest): Promise<Page<string>>;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RAW_DATA } from '../../src/model/entry.js';
 import type { NewEvent } from '../../src/model/entry.js';
-import { topicKey } from '../../src/model/stream-key.js';
+import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { PostgresStoreOptions } from '../../src/store/postgres.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/postgres-schema.js';
@@ -127,6 +127,46 @@ describe('PostgresStore', () => {
       const upgraded = await storeOn(db.url, { migrations: later });
       expect(await versions(db.url)).toEqual(later.map((m) => m.version));
       expect(await upgraded.bounds(topicKey('t'))).toMatchObject({ lastSeq: 1 });
+    });
+
+    it('numbers the lines of the logs a database held before line numbers (migration 6)', async () => {
+      const db = await database();
+      const store = await storeOn(db.url);
+      const text = 'one\nzwei 例\n\nvier 😀\nfünf';
+      for (const piece of ['one\nzw', 'ei 例\n', '\nvier 😀\nfü', 'nf']) {
+        await store.appendLog('p', 'r', [{ text: piece }]);
+      }
+      await store.appendLog('p', 'other', [{ text: 'a\nb\n' }]);
+      await store.close();
+      // What a database before migration 6 holds: no line counts, no index.
+      await admin(
+        (client) =>
+          client.query(`DROP INDEX entries_log_line;
+            ALTER TABLE entries DROP COLUMN log_line;
+            ALTER TABLE streams DROP COLUMN log_lines;
+            DELETE FROM schema_migrations WHERE version = 6`),
+        db.name,
+      );
+      const upgraded = await storeOn(db.url);
+      expect(await versions(db.url)).toEqual(MIGRATIONS.map((m) => m.version));
+      const run = runKey('p', 'r');
+      const starts = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map((n) => upgraded.logLineStart(run, n)),
+      );
+      const bytes = (upTo: string) => Buffer.byteLength(text.slice(0, text.indexOf(upTo)), 'utf8');
+      expect(starts).toEqual([
+        0,
+        bytes('zwei'),
+        bytes('\nvier') + 0,
+        bytes('vier'),
+        bytes('fünf'),
+        undefined,
+      ]);
+      expect((await upgraded.bounds(run)).logLines).toBe(4);
+      expect(await upgraded.logLineStart(runKey('p', 'other'), 2)).toBe(2);
+      // New appends number on from the counts the migration made.
+      await upgraded.appendLog('p', 'r', [{ text: '\nsechs' }]);
+      expect(await upgraded.logLineStart(run, 6)).toBe(Buffer.byteLength(`${text}\n`, 'utf8'));
     });
   });
 

@@ -329,6 +329,7 @@ describe('SqliteStore.trimTopic on a big backlog', () => {
       firstSeq: result.firstSeq,
       lastSeq: 30_001,
       logBytes: 0,
+      logLines: 0,
       epoch: expect.stringMatching(/^[0-9a-f]{8}$/),
     });
     expect(await seqsOf(store, key)).toEqual(range(result.firstSeq, 30_001));

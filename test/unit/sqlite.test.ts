@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { topicKey } from '../../src/model/stream-key.js';
+import { runKey, topicKey } from '../../src/model/stream-key.js';
 import { READ_SQL, SqliteStore } from '../../src/store/sqlite.js';
 import type { SqliteStoreOptions } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
@@ -102,6 +102,7 @@ describe('SqliteStore', () => {
       firstSeq: 1,
       lastSeq: 0,
       logBytes: 0,
+      logLines: 0,
       epoch: expect.stringMatching(/^[0-9a-f]{8}$/),
     });
     expect((await store.appendEvents(key, [{ kind: 'k', data: 1 }])).seqs).toEqual([1]);
@@ -131,6 +132,37 @@ describe('SqliteStore', () => {
     expect((await reopened.latestRun('a.pipeline'))?.runId).toBe('r2');
   });
 
+  it('numbers the lines of the logs a database from before line numbers holds when it opens', async () => {
+    const { dir, file } = await tempDatabase();
+    const old = new StoreImplementation(file);
+    const text = 'one\nzwei 例\n\nvier 😀\nfünf';
+    for (const piece of ['one\nzw', 'ei 例\n', '\nvier 😀\nfü', 'nf']) {
+      await old.appendLog('p', 'r', [{ text: piece }]);
+    }
+    await old.appendLog('p', 'other', [{ text: 'a\nb\n' }]);
+    await old.close();
+    // What an older version left: no line counts, no index.
+    const raw = new Database(file);
+    raw.exec(`DROP INDEX entries_log_line;
+      ALTER TABLE entries DROP COLUMN log_line;
+      ALTER TABLE streams DROP COLUMN log_lines;`);
+    raw.close();
+    const reopened = new StoreImplementation(file);
+    cleanups.push(async () => {
+      await reopened.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const run = runKey('p', 'r');
+    const bytes = (upTo: string) => Buffer.byteLength(text.slice(0, text.indexOf(upTo)), 'utf8');
+    expect(await Promise.all([1, 2, 3, 4, 5, 6].map((n) => reopened.logLineStart(run, n)))).toEqual(
+      [0, bytes('zwei'), bytes('\nvier'), bytes('vier'), bytes('fünf'), undefined],
+    );
+    expect((await reopened.bounds(run)).logLines).toBe(4);
+    expect(await reopened.logLineStart(runKey('p', 'other'), 2)).toBe(2);
+    await reopened.appendLog('p', 'r', [{ text: '\nsechs' }]);
+    expect(await reopened.logLineStart(run, 6)).toBe(Buffer.byteLength(`${text}\n`, 'utf8'));
+  });
+
   it('reads only by index: no query scans a table or sorts what it found', async () => {
     const { file } = await openTemp();
     const db = new Database(file, { readonly: true });
@@ -158,6 +190,9 @@ describe('SqliteStore', () => {
         /USING INDEX entries_without_log \(stream_id=\? AND seq>\?\)/,
       );
       expect(planOf(READ_SQL.kindNewestFirst)).toMatch(/entries_kind \(stream_id=\? AND kind=\?\)/);
+      expect(planOf(READ_SQL.lineChunk)).toMatch(
+        /USING INDEX entries_log_line \(stream_id=\? AND log_line<\?\)/,
+      );
       expect(planOf(READ_SQL.listRunsByStatus)).toMatch(
         /runs_by_status \(pipeline=\? AND status=\? AND rowid<\?\)/,
       );

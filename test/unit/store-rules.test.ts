@@ -84,21 +84,24 @@ describe('the run lifecycle', () => {
 });
 
 describe('numbering', () => {
-  it('hands out gapless seqs and places each log entry where the log ended, in UTF-8 bytes', () => {
-    const numbering = new Numbering(41, 10);
+  it('hands out gapless seqs and places each log entry where the log ended, in UTF-8 bytes and line feeds', () => {
+    const numbering = new Numbering(41, 10, 3);
     expect(numbering.next({ kind: 'log', body: '例\n', isLog: true })).toEqual({
       seq: 42,
       logOffset: 10,
+      logLine: 3,
     });
     expect(numbering.next({ kind: 'progress', body: '{}', isLog: false })).toEqual({
       seq: 43,
       logOffset: null,
+      logLine: null,
     });
-    expect(numbering.next({ kind: 'log', body: 'z', isLog: true })).toEqual({
+    expect(numbering.next({ kind: 'log', body: 'z\n\n', isLog: true })).toEqual({
       seq: 44,
       logOffset: 14,
+      logLine: 4,
     });
-    expect([numbering.lastSeq, numbering.logBytes]).toEqual([44, 15]);
+    expect([numbering.lastSeq, numbering.logBytes, numbering.logLines]).toEqual([44, 17, 6]);
   });
 });
 

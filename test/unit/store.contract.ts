@@ -134,7 +134,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       });
 
       it('reports the bounds of a stream never written as firstSeq 1, lastSeq 0, logBytes 0', async () => {
-        const empty = { firstSeq: 1, lastSeq: 0, logBytes: 0, epoch: AN_EPOCH };
+        const empty = { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch: AN_EPOCH };
         expect(await store.bounds(topicKey('nothing-here'))).toEqual(empty);
         expect(await store.bounds(runKey('no.such.pipeline', 'no-run'))).toEqual(empty);
         expect(await all(topicKey('nothing-here'))).toEqual([]);
@@ -200,6 +200,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 2,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
       });
@@ -260,6 +261,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 1,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect((await store.appendEvents(key, [event('k', 'after')])).seqs).toEqual([2]);
@@ -312,6 +314,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await store.bounds(FEED)).toEqual(feedBefore);
@@ -551,6 +554,72 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         const next = await appendOne('p', 'r', 'def');
         expect(next.offset).toBe(3);
         expect((await store.bounds(runKey('p', 'r'))).logBytes).toBe(6);
+      });
+    });
+
+    describe('log lines', () => {
+      const run = runKey('p', 'r');
+      /** Where each line begins in `text`, in UTF-8 bytes, by line number (index 0: line 1). */
+      const lineStarts = (text: string) => {
+        const bytes = Buffer.from(text, 'utf8');
+        const starts = bytes.length > 0 ? [0] : [];
+        bytes.forEach((byte, at) => {
+          if (byte === 0x0a && at + 1 < bytes.length) starts.push(at + 1);
+        });
+        return starts;
+      };
+
+      it('finds where every line begins, in bytes, however the appends cut the lines', async () => {
+        // Seeded, so a failure is the same every run.
+        let seed = 11;
+        const random = (n: number) => {
+          seed = (seed * 1103515245 + 12345) % 2147483648;
+          return seed % n;
+        };
+        const words = ['é', '例😀', 'ascii', '', 'a much longer line of text'];
+        let text = '';
+        for (let n = 0; n < 120; n += 1) text += `${n} ${words[random(words.length)]}\n`;
+        text += 'no line feed at the end';
+        // Appends of 1 to 40 characters (a character is never cut), some of several chunks,
+        // and events between them.
+        const characters = [...text];
+        for (let at = 0; at < characters.length;) {
+          const chunks: NewLog[] = [];
+          for (let pieces = 1 + random(3); pieces > 0 && at < characters.length; pieces -= 1) {
+            const size = 1 + random(40);
+            chunks.push({ text: characters.slice(at, at + size).join('') });
+            at += size;
+          }
+          await store.appendLog('p', 'r', chunks);
+          if (random(5) === 0) await store.appendEvents(run, [event('k', { n: at })]);
+        }
+        const starts = lineStarts(text);
+        expect(starts).toHaveLength(121);
+        const found = await Promise.all(starts.map((_, i) => store.logLineStart(run, i + 1)));
+        expect(found).toEqual(starts);
+        expect((await store.bounds(run)).logLines).toBe(120);
+        // The last line has no line feed: it is a line still. There is none after it.
+        expect(await store.logLineStart(run, 122)).toBeUndefined();
+        for (const line of [0, -1, 1.5, Number.MAX_SAFE_INTEGER]) {
+          expect(await store.logLineStart(run, line), String(line)).toBeUndefined();
+        }
+      });
+
+      it('has no line after a last line feed, and none at all in an empty or unknown log', async () => {
+        expect(await store.logLineStart(run, 1)).toBeUndefined();
+        await store.appendEvents(run, [event('k', {})]);
+        expect(await store.logLineStart(run, 1)).toBeUndefined();
+        expect((await store.bounds(run)).logLines).toBe(0);
+        await appendOne('p', 'r', '\n');
+        await appendOne('p', 'r', 'b\n\n');
+        expect(await Promise.all([1, 2, 3, 4].map((n) => store.logLineStart(run, n)))).toEqual([
+          0,
+          1,
+          3,
+          undefined,
+        ]);
+        expect((await store.bounds(run)).logLines).toBe(3);
+        expect(await store.logLineStart(runKey('p', 'none'), 1)).toBeUndefined();
       });
     });
 
@@ -1011,12 +1080,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await store.bounds(FEED)).toEqual({
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
       });
@@ -1059,6 +1130,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 7,
           lastSeq: 10,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await seqsOf(key)).toEqual([7, 8, 9, 10]);
@@ -1082,6 +1154,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 4,
           lastSeq: 5,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await dataOf(key)).toEqual([4, 5]);
@@ -1099,6 +1172,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 6,
           lastSeq: 5,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await all(key)).toEqual([]);
@@ -1164,6 +1238,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 8,
           lastSeq: 10,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await seqsOf(key)).toEqual([8, 9, 10]);
@@ -1183,12 +1258,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 5,
           lastSeq: 8,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await store.bounds(wholly)).toEqual({
           firstSeq: 7,
           lastSeq: 8,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await dataOf(partly)).toEqual([5, 6, 7, 8]);
@@ -1247,6 +1324,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 0,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await seqsOf(topicKey('prices'))).toEqual([1, 2, 3]);
@@ -1307,6 +1385,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 23_501,
           lastSeq: 25_000,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         const first = await store.readEntries(key, { afterSeq: 0, limit: 2 });
@@ -1329,6 +1408,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 6,
           lastSeq: 8,
           logBytes: 0,
+          logLines: 0,
           epoch: AN_EPOCH,
         });
         expect(await seqsOf(topicKey('prices'))).toEqual([6, 7, 8]);
@@ -1603,6 +1683,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
           firstSeq: 1,
           lastSeq: 2,
           logBytes: 0,
+          logLines: 0,
           epoch: epochBefore,
         });
         expect(await readLogChunks(store, runKey('p', 'r'), -1, 100)).toEqual([
@@ -1693,6 +1774,7 @@ export function runReplicaStoreContract(
           firstSeq: 1,
           lastSeq: total,
           logBytes: 0,
+          logLines: 0,
           epoch: (await a.bounds(key)).epoch,
         });
       },
@@ -1857,6 +1939,7 @@ export function runReplicaStoreContract(
         firstSeq: 24_001,
         lastSeq: 25_000,
         logBytes: 0,
+        logLines: 0,
         epoch: AN_EPOCH,
       });
       expect((await a.readEntries(key, { afterSeq: 0, limit: 1 }))[0]?.data).toBe(24_001);
