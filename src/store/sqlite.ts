@@ -185,10 +185,9 @@ function readStatements(db: Database.Database) {
       [number, number, number],
       { seq: number; log_offset: number; body: string; time: number; step: string | null }
     >(q.logRange),
-    lineChunk: db.prepare<
-      [number, number],
-      { log_offset: number; log_line: number; body: string }
-    >(q.lineChunk),
+    lineChunk: db.prepare<[number, number], { log_offset: number; log_line: number; body: string }>(
+      q.lineChunk,
+    ),
     logChunkStartBefore: db.prepare<[number, number], { start: number | null }>(
       q.logChunkStartBefore,
     ),
