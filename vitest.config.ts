@@ -12,6 +12,7 @@ const BACKEND_SUITES = [
   'test/unit/http-api.test.ts',
   'test/unit/log-range.test.ts',
   'test/unit/log-prefix.test.ts',
+  'test/unit/log-lines.test.ts',
   'test/unit/compat-openmetadata.test.ts',
   'test/unit/compat-zenml.test.ts',
   'test/unit/compat-freight.test.ts',

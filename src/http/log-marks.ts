@@ -12,6 +12,7 @@ export async function* markedLogBytes(
   chunks: AsyncIterable<LogChunk>,
   start: number,
   end: number,
+  { markFirst = false }: { markFirst?: boolean } = {},
 ): AsyncGenerator<Buffer> {
   for await (const chunk of chunks) {
     if (chunk.offset >= end) return;
@@ -22,7 +23,8 @@ export async function* markedLogBytes(
     const part = from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
     // The part of an entry that began before the range has no mark: a mark there could fall
     // inside a character, and whoever reads the range after the one before has that mark.
-    if (from > 0) {
+    // Unless the caller knows the range begins with a character (`markFirst`: a line's start).
+    if (from > 0 && !markFirst) {
       yield part;
       continue;
     }

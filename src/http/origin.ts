@@ -27,7 +27,7 @@ export function allowedOriginsOf(settings: OriginSettings, authOn: boolean): rea
 
 const WILDCARD_ADDRESSES = new Set(['0.0.0.0', '::', '[::]', '']);
 const EXPOSED_HEADERS =
-  'Link, Retry-After, Content-Disposition, Content-Range, Accept-Ranges, Tailwater-Log-Cursor, Tailwater-Log-Prefix, Tailwater-Log-Range';
+  'Link, Retry-After, Content-Disposition, Content-Range, Accept-Ranges, Tailwater-Log-Cursor, Tailwater-Log-Prefix, Tailwater-Log-Range, Tailwater-Log-Lines';
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE';
 
 /** The host name of a Host header (no port, no brackets, lower case), or undefined. */

@@ -13,6 +13,7 @@ import { entryJson } from './exact-json.js';
 import { markedLogBytes } from './log-marks.js';
 import { prefixedLogBytes } from './log-prefix.js';
 import type { LinePrefix } from './log-prefix.js';
+import { LOG_LINES_HEADER, lineRange, linesQuery } from './log-lines.js';
 import { LOG_RANGE_HEADER, bytesQuery, contentRange, parseLogRange } from './log-range.js';
 import type { LogRange } from './log-range.js';
 import { formatStreamCursor } from '../model/cursor.js';
@@ -66,6 +67,7 @@ const logTextQuery = z.object({
     "Each line begins (after its time, if asked for) with its entry's step, percent-encoded, empty for none, and a space.",
   ),
   bytes: bytesQuery,
+  lines: linesQuery,
 });
 
 const entriesResponses = {
@@ -188,22 +190,34 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       };
       const marked = queryValue(logTextQuery, query, 'entries');
       const bytes = queryValue(logTextQuery, query, 'bytes');
+      const lines = queryValue(logTextQuery, query, 'lines');
       const rangeHeader = headerValue(request.headers.range);
       const longer = marked || prefix.timestamps || prefix.steps;
-      if (rangeHeader !== undefined && (longer || bytes)) {
+      if (bytes && lines) {
+        throw new TailwaterError('TW_BAD_QUERY', 'Give ?bytes= or ?lines=, not both.');
+      }
+      if (rangeHeader !== undefined && (longer || bytes || lines)) {
         throw new TailwaterError(
           'TW_BAD_QUERY',
-          bytes
-            ? 'Give the range once: as ?bytes= or as a Range header, not both.'
+          bytes || lines
+            ? 'Give the range once: as ?bytes= or ?lines=, or as a Range header, not both.'
             : 'A Range counts bytes of the answer, and with timestamps, steps or entries the answer holds more than the log: give the log bytes to read as ?bytes=<first>-<last>.',
         );
       }
       const name = key.type === 'run' ? `${key.pipeline}_${key.runId}` : 'log';
       // The log as it stands now: text appended from here on is the stream's to bring.
-      const { logBytes: total, epoch } = await store.bounds(key);
-      const range: LogRange = bytes
-        ? bytes(total)
-        : parseLogRange(rangeHeader, headerValue(request.headers['if-range']), total);
+      const bounds = await store.bounds(key);
+      const { logBytes: total, epoch } = bounds;
+      let range: LogRange;
+      if (lines) {
+        const found = await lineRange(store, key, lines, bounds);
+        range = found.range;
+        void reply.header(LOG_LINES_HEADER, found.header);
+      } else if (bytes) {
+        range = bytes(total);
+      } else {
+        range = parseLogRange(rangeHeader, headerValue(request.headers['if-range']), total);
+      }
       void reply
         .type('text/plain; charset=utf-8')
         .header('Accept-Ranges', 'bytes')
@@ -213,7 +227,9 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
         const cursor = await logCursorAt(store, key, total, epoch);
         if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
         const code: ErrorCode = 'TW_RANGE_NOT_SATISFIABLE';
-        const message = `The log has ${total} bytes; the range asked for starts at or past its end.`;
+        const message = lines
+          ? `The log has none of the lines asked for (${reply.getHeader(LOG_LINES_HEADER)}).`
+          : `The log has ${total} bytes; the range asked for starts at or past its end.`;
         // The route's typed statuses are its success answers; errors share the Error shape.
         return (reply as FastifyReply)
           .code(ERROR_STATUS[code])
@@ -225,14 +241,16 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
       const cursor = await logCursorAt(store, key, end, epoch);
       if (cursor) void reply.header(LOG_CURSOR_HEADER, cursor);
       // A 206 only for a Range header: its body is exactly those bytes of the log.
-      if (range.type === 'range' && !bytes) {
+      if (range.type === 'range' && !bytes && !lines) {
         void reply.code(206).header('Content-Range', contentRange(range, total));
       }
       if (marked) {
         void reply.header(LOG_PREFIX_HEADER, 'entries');
         const first = (await store.logChunkAt(key, start))?.offset ?? start;
         const chunks = logChunks(store, key, first, end);
-        return reply.send(Readable.from(markedLogBytes(chunks, start, end)));
+        // Lines begin where a character does: the entry that began before them is marked too.
+        const marks = { markFirst: lines !== undefined };
+        return reply.send(Readable.from(markedLogBytes(chunks, start, end, marks)));
       }
       if (prefix.timestamps || prefix.steps) {
         // Says the prefixes are there: a server that does not know the parameters ignores them.
