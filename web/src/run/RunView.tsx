@@ -65,8 +65,8 @@ function logHref(pipeline: string, runId: string): string {
 }
 
 /** The log history from the server that served the page, read before the stream opens. */
-const defaultHistory: LogHistoryFn = (target, onText, signal) =>
-  rangedLogHistory(window.location.origin)(target, onText, signal);
+const defaultHistory: LogHistoryFn = (target, onText, signal, near) =>
+  rangedLogHistory(window.location.origin)(target, onText, signal, near);
 
 /**
  * One run, live: its status, elapsed time and progress, the connection state, the log (follows
@@ -155,8 +155,9 @@ export function RunView({
   const searchInput = useRef<HTMLInputElement>(null);
   useSlashToFocus(searchInput);
 
-  // History as text, then the stream for what follows it; made once, like the buffer it feeds.
-  const [source] = useState(() => {
+  // History as text, then the stream for what follows it; made once, like the buffer it feeds,
+  // and again to read the whole log when it was read from near a linked line.
+  const makeSource = (near: number | null) => {
     if (history === null) return null;
     let given = false;
     return tailAfterHistory(
@@ -171,14 +172,27 @@ export function RunView({
           bumpVersion();
         },
         onAbandon: () => {
-          if (!given) return;
+          if (!given && buffer.skipped === 0) return;
           given = false;
           buffer.clear();
           bumpVersion();
         },
+        ...(near === null
+          ? {}
+          : {
+              near: {
+                line: near,
+                onStart: (line) => {
+                  buffer.startAt(line);
+                  bumpVersion();
+                },
+              },
+            }),
       },
     );
-  });
+  };
+  const [reading, setReading] = useState(() => ({ source: makeSource(targetLine), opened: 0 }));
+  const { source } = reading;
   const onEvent = useCallback(
     (event: TailEvent) => {
       if (event.type === 'gap') {
@@ -236,7 +250,7 @@ export function RunView({
   );
   const { state, resume } = useTail(
     source?.tail ?? tail,
-    `run:${pipeline}\u0000${runId}`,
+    `run:${pipeline}\u0000${runId}\u0000${reading.opened}`,
     { target: { pipeline, runId } },
     onEvent,
   );
@@ -263,6 +277,15 @@ export function RunView({
     setActive((shown + direction + count) % count);
   };
   const jumpToLatest = () => setFollow(true);
+  /** The log was read from near a linked line: read it all, from the start, and the stream anew. */
+  const readWholeLog = () => {
+    buffer.clear();
+    bumpVersion();
+    setEvents([]);
+    setFacts(NO_FACTS);
+    setFailedSteps(new Set());
+    setReading((last) => ({ source: makeSource(null), opened: last.opened + 1 }));
+  };
 
   const now = useNow(facts.startedAt !== null && facts.endedAt === null);
   const elapsed = facts.startedAt
@@ -341,13 +364,22 @@ export function RunView({
   const runBody = (
     <>
       {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
-      {targetIndex !== null && targetIndex < 0 ? (
+      {buffer.skipped > 0 ? (
+        <p className="notice" role="note">
+          This log is long: to show line {targetLine?.toLocaleString('en-US')} at once, it was read
+          from line {(buffer.skipped + 1).toLocaleString('en-US')}.{' '}
+          <button type="button" onClick={readWholeLog}>
+            Read the whole log
+          </button>
+        </p>
+      ) : null}
+      {targetIndex !== null && targetIndex < 0 && buffer.skipped === 0 ? (
         <p className="notice" role="note">
           Line {targetLine?.toLocaleString('en-US')} is no longer held by this view: it is in the{' '}
           <a href={logHref(pipeline, runId)}>whole log</a>.
         </p>
       ) : null}
-      {buffer.dropped > 0 ? (
+      {buffer.dropped > buffer.skipped ? (
         <p className="notice" role="note">
           This view keeps about the last {formatBytes(maxLogChars ?? DEFAULT_MAX_CHARS)} of the log:
           its first {buffer.dropped.toLocaleString('en-US')} lines are in the{' '}

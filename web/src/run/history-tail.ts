@@ -1,5 +1,5 @@
 import type { TailFn, TailOptions } from '../stream.js';
-import type { LogHistoryFn, RunTarget } from './log-history.js';
+import type { LineWanted, LogHistoryFn, RunTarget } from './log-history.js';
 
 /** What the run view does with the history as it arrives. */
 export interface HistoryHooks {
@@ -7,6 +7,8 @@ export interface HistoryHooks {
   onText(text: string, marked: boolean): void;
   /** The history could not be read whole: let go of its text, the stream brings the log. */
   onAbandon(): void;
+  /** A line to show first: the history may begin near it (see LineWanted). */
+  near?: LineWanted;
 }
 
 /**
@@ -30,12 +32,14 @@ export function tailAfterHistory(
     (async function* () {
       if (!tried && options.after === undefined && options.signal) {
         const signal = options.signal;
-        const cursor = await history(target, hooks.onText, signal).catch((error: unknown) => {
-          if (signal.aborted) return null;
-          // A network failure: the stream will say what is wrong, if anything still is.
-          console.warn('The log history could not be read; streaming the whole log.', error);
-          return null;
-        });
+        const cursor = await history(target, hooks.onText, signal, hooks.near).catch(
+          (error: unknown) => {
+            if (signal.aborted) return null;
+            // A network failure: the stream will say what is wrong, if anything still is.
+            console.warn('The log history could not be read; streaming the whole log.', error);
+            return null;
+          },
+        );
         if (signal.aborted) {
           // Unmounted or reopened midway: the next opening reads the history again from scratch.
           hooks.onAbandon();

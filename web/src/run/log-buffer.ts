@@ -58,6 +58,8 @@ const PER_LINE = ['piece', 'start', 'end', 'times', 'steps', 'levels', 'markers'
 export class LogBuffer implements LogLines {
   /** Lines let go from the front: line `i` here is line `dropped + i + 1` of the log. */
   dropped = 0;
+  /** Of those, the lines never read: the log was read from line `skipped + 1` (`startAt`). */
+  skipped = 0;
   /** How many times the log was cleared (a new log begins each time). */
   clears = 0;
   /** A line opened or closed a section, or came with a step: sections are worth looking for. */
@@ -257,7 +259,19 @@ export class LogBuffer implements LogLines {
     if (run.piece !== -1) this.classify(run.piece, run.first, this.count);
   }
 
+  /**
+   * Text read from now on begins at line `line` of the log (a `#L` link far into a long log is
+   * read from near its line, docs/DASHBOARD.md): the lines before it count as let go. Only
+   * before any text; the buffer is cleared first.
+   */
+  startAt(line: number): void {
+    this.clear();
+    this.dropped = line - 1;
+    this.skipped = line - 1;
+  }
+
   clear(): void {
+    this.skipped = 0;
     this.pieces = [];
     this.count = 0;
     this.open = false;

@@ -21,9 +21,29 @@ export type LogHistoryFn = (
   target: RunTarget,
   onText: (text: string, marked: boolean) => void,
   signal: AbortSignal,
+  near?: LineWanted,
 ) => Promise<string | null>;
 
+/**
+ * A line the view is to show first (`#L…`). If the log before it is long, the history may begin
+ * near it instead of at the start: `onStart` is told the number of the first line it reads,
+ * before any text.
+ */
+export interface LineWanted {
+  line: number;
+  onStart(line: number): void;
+}
+
+/**
+ * How much log before a wanted line is read anyway, and how many lines before it a read that
+ * starts near it begins with. Under this much, a link opens with the whole log (sections and all)
+ * about as fast as without it.
+ */
+export const JUMP_BYTES = 16 * 1024 * 1024;
+export const LINES_BEFORE = 2000;
+
 const CURSOR_HEADER = 'Tailwater-Log-Cursor';
+const LINES_HEADER = 'Tailwater-Log-Lines';
 const RANGE_HEADER = 'Tailwater-Log-Range';
 const LOG_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
 
@@ -40,11 +60,33 @@ const LOG_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
  * server that knows neither parameter sends the whole log as plain text, which is taken as it is.
  * Each page's body is read as it arrives (see `readBody`).
  */
-export function rangedLogHistory(server: string, pageBytes = HISTORY_PAGE_BYTES): LogHistoryFn {
-  return async (target, onText, signal) => {
+export function rangedLogHistory(
+  server: string,
+  {
+    pageBytes = HISTORY_PAGE_BYTES,
+    jumpBytes = JUMP_BYTES,
+    linesBefore = LINES_BEFORE,
+  }: { pageBytes?: number; jumpBytes?: number; linesBefore?: number } = {},
+): LogHistoryFn {
+  return async (target, onText, signal, near) => {
     const url = `${server}${runPath(target.pipeline, target.runId)}/log.txt?${MARKED_QUERY}`;
     const ask = (from: number) => fetch(`${url}&bytes=${from}-${from + pageBytes - 1}`, { signal });
     const decoder = new TextDecoder();
+    const jump = near ? await lineToStartAt(url, near.line - linesBefore, jumpBytes, signal) : null;
+    if (jump !== null) {
+      // From that line to the end in one answer, read as it arrives.
+      const response = await fetch(`${url}&lines=${jump}-`, { signal });
+      if (response.status === 200 && response.headers.get(LINES_HEADER)) {
+        near!.onStart(jump);
+        const marked = isMarked(response.headers.get(PREFIX_HEADER));
+        await readBody(response, decoder, (text) => onText(text, marked));
+        const rest = decoder.decode();
+        if (rest !== '') onText(rest, marked);
+        return response.headers.get(CURSOR_HEADER);
+      }
+      // Not as the line's own answer said (the run deleted meanwhile?): from the start, then.
+      await response.body?.cancel();
+    }
     let next = ask(0);
     for (;;) {
       const response = await next;
@@ -86,10 +128,41 @@ async function readBody(
 ): Promise<void> {
   if (!response.body) return;
   const reader = response.body.getReader();
+  // Reads of a body already arrived resolve one after another without leaving the task: the page
+  // is drawn only when the loop lets it. It does after the first text (the first screen, a
+  // linked line) and then now and then, not every frame: each drawing of the log costs time
+  // that reading a long history needs more.
+  let turn = Number.NEGATIVE_INFINITY;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) return;
     const text = decoder.decode(value, { stream: true });
     if (text !== '') onText(text);
+    if (performance.now() - turn > DRAW_EVERY_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      turn = performance.now();
+    }
   }
+}
+
+const DRAW_EVERY_MS = 100;
+
+/**
+ * `from`, the line to read a log from for a line after it to be shown at once, if more than
+ * `jumpBytes` of the log come before it (its own answer says where it begins); else null, to read
+ * the log from its start: a short one, a line the log does not have (yet), or a server that does
+ * not know `?lines=`.
+ */
+async function lineToStartAt(
+  url: string,
+  from: number,
+  jumpBytes: number,
+  signal: AbortSignal,
+): Promise<number | null> {
+  if (from <= 1) return null;
+  const response = await fetch(`${url}&lines=${from}-${from}`, { signal });
+  await response.body?.cancel();
+  const range = LOG_RANGE.exec(response.headers.get(RANGE_HEADER) ?? '');
+  if (response.status !== 200 || !response.headers.get(LINES_HEADER) || !range) return null;
+  return Number(range[1]) > jumpBytes ? from : null;
 }
