@@ -73,21 +73,27 @@ export function rangedLogHistory(
     const ask = (from: number) => fetch(`${url}&bytes=${from}-${from + pageBytes - 1}`, { signal });
     const decoder = new TextDecoder();
     const jump = near ? await lineToStartAt(url, near.line - linesBefore, jumpBytes, signal) : null;
+    let from = 0;
     if (jump !== null) {
-      // From that line to the end in one answer, read as it arrives.
-      const response = await fetch(`${url}&lines=${jump}-`, { signal });
-      if (response.status === 200 && response.headers.get(LINES_HEADER)) {
+      // The lines around the wanted one first, in a short answer (drawn as soon as it is in),
+      // then the rest of the log by pages from where it ended.
+      const response = await fetch(`${url}&lines=${jump}-${jump + 2 * linesBefore}`, { signal });
+      const range = LOG_RANGE.exec(response.headers.get(RANGE_HEADER) ?? '');
+      if (response.status === 200 && response.headers.get(LINES_HEADER) && range) {
         near!.onStart(jump);
         const marked = isMarked(response.headers.get(PREFIX_HEADER));
         await readBody(response, decoder, (text) => onText(text, marked));
-        const rest = decoder.decode();
-        if (rest !== '') onText(rest, marked);
-        return response.headers.get(CURSOR_HEADER);
+        from = Number(range[2]) + 1;
+        if (from >= Number(range[3])) return response.headers.get(CURSOR_HEADER);
+        // A moment for the view to draw them and go to the line (a few frames of its own)
+        // before the rest of the log keeps the page busy.
+        await new Promise((resolve) => setTimeout(resolve, SHOW_LINE_MS));
+      } else {
+        // Not as the line's own answer said (the run deleted meanwhile?): from the start, then.
+        await response.body?.cancel();
       }
-      // Not as the line's own answer said (the run deleted meanwhile?): from the start, then.
-      await response.body?.cancel();
     }
-    let next = ask(0);
+    let next = ask(from);
     for (;;) {
       const response = await next;
       if (response.status === 416) {
@@ -146,6 +152,7 @@ async function readBody(
 }
 
 const DRAW_EVERY_MS = 100;
+const SHOW_LINE_MS = 250;
 
 /**
  * `from`, the line to read a log from for a line after it to be shown at once, if more than
