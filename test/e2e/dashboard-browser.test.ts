@@ -1,18 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
-import {
-  checkBrowserPrerequisites,
-  launchChromium,
-  newPage,
-  screenshot,
-  seriousAxeViolations,
-  watchCspViolations,
-} from '../helpers/browser.js';
-import { startServerProcess } from '../helpers/server-process.js';
+import { screenshot, seriousAxeViolations } from '../helpers/browser.js';
+import { openDashboard } from '../helpers/dashboard-session.js';
+import type { DashboardSession } from '../helpers/dashboard-session.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { SEED_ICEBERG_EVENT } from '../helpers/fixtures.js';
 
@@ -79,23 +70,22 @@ async function lineInView(page: Page, text: string): Promise<boolean> {
 }
 
 describe('the dashboard in Chromium', () => {
-  let server: ServerProcess | undefined;
-  let browser: Browser | undefined;
+  let session: DashboardSession | undefined;
+  let server: ServerProcess;
   let page: Page;
-  let dataDir: string;
   let cspViolations: string[] = [];
 
   beforeAll(async () => {
-    checkBrowserPrerequisites();
-    dataDir = mkdtempSync(join(tmpdir(), 'tailwater-browser-'));
-    server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
-      TAILWATER_POLL_SECONDS: '0.05',
-      TAILWATER_FINISH_GRACE_SECONDS: '0.5',
-    });
+    session = await openDashboard(
+      'browser',
+      {
+        TAILWATER_POLL_SECONDS: '0.05',
+        TAILWATER_FINISH_GRACE_SECONDS: '0.5',
+      },
+      UI_TIMEOUT,
+    );
+    ({ server, page, cspViolations } = session);
     expect(new URL(server.url).hostname).toBe('127.0.0.1');
-    browser = await launchChromium();
-    page = await newPage(browser, UI_TIMEOUT);
-    cspViolations = watchCspViolations(page);
   });
 
   afterEach(() => {
@@ -104,15 +94,13 @@ describe('the dashboard in Chromium', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('lists the pipelines and their runs', async () => {
-    await putStatus(server!, RUN, 'running');
-    await postLog(server!, RUN, lines(1, 200));
-    await page.goto(`${server!.url}/ui/`);
+    await putStatus(server, RUN, 'running');
+    await postLog(server, RUN, lines(1, 200));
+    await page.goto(`${server.url}/ui/`);
     const table = page.getByRole('table', { name: 'Pipelines' });
     await table.getByRole('link', { name: PIPELINE, exact: true }).waitFor();
     await table.getByRole('link', { name: RUN_ID }).waitFor();
@@ -121,7 +109,7 @@ describe('the dashboard in Chromium', () => {
   });
 
   it('shows a run live, follows it, pauses when scrolled up and shows its end', async () => {
-    await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
+    await page.goto(`${server.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
     const log = page.getByRole('log', { name: 'Run log' });
     await log.waitFor();
     await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
@@ -133,7 +121,7 @@ describe('the dashboard in Chromium', () => {
 
     // Appended over HTTP, the lines appear within a second, and the view follows them.
     const appendedAt = Date.now();
-    await postLog(server!, RUN, lines(201, 210));
+    await postLog(server, RUN, lines(201, 210));
     await logLine(page, 'line 210').waitFor({ state: 'visible', timeout: 1_000 });
     expect(Date.now() - appendedAt).toBeLessThan(1_000);
     await waitForScroll(page, atBottom);
@@ -148,7 +136,7 @@ describe('the dashboard in Chromium', () => {
     await jump.waitFor();
     const paused = await logScroll(page);
     expect(atBottom(paused)).toBe(false);
-    await postLog(server!, RUN, lines(211, 260));
+    await postLog(server, RUN, lines(211, 260));
     await waitForScroll(page, (s) => s.scrollHeight > paused.scrollHeight);
     const after = await logScroll(page);
     expect(after.scrollTop).toBe(paused.scrollTop);
@@ -165,7 +153,7 @@ describe('the dashboard in Chromium', () => {
     expect(await jump.count()).toBe(0);
 
     // The run finishes: its status shows success, and the stream ends.
-    await putStatus(server!, RUN, 'success');
+    await putStatus(server, RUN, 'success');
     await page.getByTestId('run-status').getByText('success', { exact: true }).waitFor();
     await page
       .getByTestId('connection-state')
@@ -175,7 +163,7 @@ describe('the dashboard in Chromium', () => {
   });
 
   it('finds text in the log, shows the match, and stays usable in a narrow window', async () => {
-    await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
+    await page.goto(`${server.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}/runs/${RUN_ID}`);
     await logLine(page, 'line 260').waitFor();
     const search = page.getByRole('searchbox', { name: 'Search the log' });
     await search.fill('line 42');
@@ -207,11 +195,11 @@ describe('the dashboard in Chromium', () => {
   });
 
   it('shows an event published to topic iceberg as a row of the Iceberg table', async () => {
-    await page.goto(`${server!.url}/ui/topics/iceberg`);
+    await page.goto(`${server.url}/ui/topics/iceberg`);
     await page.getByRole('heading', { name: 'Apache Iceberg Real-time Mutations' }).waitFor();
     const table = page.getByRole('table');
     await table.getByText('Waiting for events...').waitFor();
-    const response = await sendEvents(server!, '/api/v1/topics/iceberg', [
+    const response = await sendEvents(server, '/api/v1/topics/iceberg', [
       { kind: 'iceberg-mutation', id: SEED_EVENT.eventId, data: SEED_EVENT },
     ]);
     expect(response.status, await response.clone().text()).toBe(200);
@@ -230,9 +218,9 @@ describe('the dashboard in Chromium', () => {
 
   it('passes axe-core on every view: no serious or critical accessibility violation', async () => {
     const run = runPath(PIPELINE, 'a11y');
-    await putStatus(server!, run, 'running');
-    await postLog(server!, run, '\u001b[32mINFO\u001b[0m ready\n\u001b[31mWARN\u001b[0m slow\n');
-    const events = await sendEvents(server!, run, [
+    await putStatus(server, run, 'running');
+    await postLog(server, run, '\u001b[32mINFO\u001b[0m ready\n\u001b[31mWARN\u001b[0m slow\n');
+    const events = await sendEvents(server, run, [
       { kind: 'progress', step: 'load', data: { pct: 40 } },
       { kind: 'metric', step: 'load', data: { rows: 12 } },
     ]);
@@ -259,7 +247,7 @@ describe('the dashboard in Chromium', () => {
       ['/ui/topics/iceberg', () => page.getByRole('table').getByRole('row').nth(1).waitFor()],
     ];
     for (const [path, ready] of views) {
-      await page.goto(`${server!.url}${path}`);
+      await page.goto(`${server.url}${path}`);
       await ready();
       expect(await seriousAxeViolations(page), path).toEqual([]);
     }

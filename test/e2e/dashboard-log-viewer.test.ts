@@ -1,18 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { http, postLog, putStatus, runPath, sendEvents } from '../helpers/api.js';
-import {
-  checkBrowserPrerequisites,
-  launchChromium,
-  newPage,
-  screenshot,
-  seriousAxeViolations,
-  watchCspViolations,
-} from '../helpers/browser.js';
-import { startServerProcess } from '../helpers/server-process.js';
+import { screenshot, seriousAxeViolations } from '../helpers/browser.js';
+import { openDashboard } from '../helpers/dashboard-session.js';
+import type { DashboardSession } from '../helpers/dashboard-session.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 
 // The run view's log viewer (docs/DASHBOARD.md, "The log") in Debian's Chromium against a real
@@ -58,25 +49,24 @@ async function inView(page: Page, line: number): Promise<boolean> {
 }
 
 describe('the log viewer in Chromium', () => {
-  let server: ServerProcess | undefined;
-  let browser: Browser | undefined;
+  let session: DashboardSession | undefined;
+  let server: ServerProcess;
   let page: Page;
-  let dataDir: string;
   let cspViolations: string[] = [];
 
   beforeAll(async () => {
-    checkBrowserPrerequisites();
-    dataDir = mkdtempSync(join(tmpdir(), 'tailwater-viewer-'));
-    server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
-      TAILWATER_POLL_SECONDS: '0.05',
-      TAILWATER_FINISH_GRACE_SECONDS: '0.5',
-    });
-    browser = await launchChromium();
-    page = await newPage(browser, UI_TIMEOUT);
+    session = await openDashboard(
+      'viewer',
+      {
+        TAILWATER_POLL_SECONDS: '0.05',
+        TAILWATER_FINISH_GRACE_SECONDS: '0.5',
+      },
+      UI_TIMEOUT,
+    );
+    ({ server, page, cspViolations } = session);
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], {
       origin: server.url,
     });
-    cspViolations = watchCspViolations(page);
   });
 
   afterEach(() => {
@@ -84,22 +74,20 @@ describe('the log viewer in Chromium', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('folds and unfolds a section of a live run while following: the newest line stays in view', async () => {
     const run = runPath(PIPELINE, 'live');
-    await putStatus(server!, run, 'running');
+    await putStatus(server, run, 'running');
     let checkout = '';
     for (let n = 1; n <= 60; n += 1) checkout += `fetching object ${n}\n`;
-    await postJsonLog(server!, run, checkout, 'checkout');
+    await postJsonLog(server, run, checkout, 'checkout');
     // Its header within the last screenful, so that it can be clicked while following.
     let group = '::group::Compile\n';
     for (let n = 1; n <= 15; n += 1) group += `cc -c file${n}.c\n`;
-    await postJsonLog(server!, run, `${group}::endgroup::\n`, 'build');
-    await page.goto(runUrl(server!, 'live'));
+    await postJsonLog(server, run, `${group}::endgroup::\n`, 'build');
+    await page.goto(runUrl(server, 'live'));
     await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     // 1–60 checkout, 61 the group's header, 62–76 its lines, 77 its end.
     await row(page, 77).waitFor();
@@ -110,7 +98,7 @@ describe('the log viewer in Chromium', () => {
     await expect.poll(() => row(page, 70).count()).toBe(0);
     expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
     // Lines written while it is folded come into view, numbered as the log's lines.
-    await postJsonLog(server!, run, 'linking\nlinked\n', 'build');
+    await postJsonLog(server, run, 'linking\nlinked\n', 'build');
     await row(page, 79).waitFor();
     expect(await row(page, 79).locator('.line-text').textContent()).toBe('linked');
     await expect.poll(async () => atBottom(await logScroll(page))).toBe(true);
@@ -119,7 +107,7 @@ describe('the log viewer in Chromium', () => {
     await screenshot(page, 'log-viewer-sections-folded.png');
 
     await toggle(page, 'Compile').click();
-    await postJsonLog(server!, run, 'done\n', 'build');
+    await postJsonLog(server, run, 'done\n', 'build');
     await row(page, 80).waitFor();
     await expect.poll(async () => atBottom(await logScroll(page))).toBe(true);
     expect(await inView(page, 80)).toBe(true);
@@ -130,7 +118,7 @@ describe('the log viewer in Chromium', () => {
   // How long it takes is measured, not asserted (bench/dashboard.ts, docs/BENCHMARKS.md).
   it('opens a #L link into a log of a million lines with that line highlighted and in view, then reads the whole log', async () => {
     const run = runPath(PIPELINE, 'million');
-    await putStatus(server!, run, 'success');
+    await putStatus(server, run, 'success');
     const LINES = 1_000_000;
     const PER_POST = 125_000;
     const text = (n: number) => `line ${n} of the log ${'.'.repeat(20)}`;
@@ -138,10 +126,10 @@ describe('the log viewer in Chromium', () => {
       let lines = '';
       // About 45 MB: the log before the line is long enough to read from near it.
       for (let n = from; n < from + PER_POST; n += 1) lines += `${text(n)}\n`;
-      await postLog(server!, run, lines);
+      await postLog(server, run, lines);
     }
     const started = Date.now();
-    await page.goto(runUrl(server!, 'million', '#L654321'));
+    await page.goto(runUrl(server, 'million', '#L654321'));
     const target = row(page, 654_321);
     await target.and(logBox(page).locator('.line-target')).waitFor({ state: 'visible' });
     const elapsed = Date.now() - started;
@@ -173,11 +161,11 @@ describe('the log viewer in Chromium', () => {
 
   it('shift-clicks a range of lines; after a reload the range is still highlighted', async () => {
     const run = runPath(PIPELINE, 'range');
-    await putStatus(server!, run, 'running');
+    await putStatus(server, run, 'running');
     let text = '';
     for (let n = 1; n <= 60; n += 1) text += `step output ${n}\n`;
-    await postLog(server!, run, text);
-    await page.goto(runUrl(server!, 'range'));
+    await postLog(server, run, text);
+    await page.goto(runUrl(server, 'range'));
     await row(page, 60).waitFor();
     await page.getByRole('link', { name: 'Line 45', exact: true }).click();
     await page.getByRole('link', { name: 'Line 50', exact: true }).click({ modifiers: ['Shift'] });
@@ -197,14 +185,14 @@ describe('the log viewer in Chromium', () => {
     await row(page, 47).getByRole('button', { name: 'Copy link to line 47' }).click();
     await page.getByText('Copied the link to lines 45–50.').waitFor();
     expect(await page.evaluate('navigator.clipboard.readText()')).toBe(
-      runUrl(server!, 'range', '#L45-L50'),
+      runUrl(server, 'range', '#L45-L50'),
     );
     await screenshot(page, 'log-viewer-range.png');
   });
 
   it('a search match inside a folded section opens it; next error goes to the next error line', async () => {
     const run = runPath(PIPELINE, 'failed');
-    await putStatus(server!, run, 'running');
+    await putStatus(server, run, 'running');
     const lines: string[] = [];
     for (let n = 1; n <= 400; n += 1) {
       if (n === 10) lines.push('::group::Setup');
@@ -215,10 +203,10 @@ describe('the log viewer in Chromium', () => {
       else if (n === 330) lines.push('Traceback (most recent call last):');
       else lines.push(`test ${n} ok`);
     }
-    await postLog(server!, run, `${lines.join('\n')}\n`);
-    await sendEvents(server!, run, [{ kind: 'progress', data: { pct: 100 } }]);
-    await putStatus(server!, run, 'failed');
-    await page.goto(runUrl(server!, 'failed'));
+    await postLog(server, run, `${lines.join('\n')}\n`);
+    await sendEvents(server, run, [{ kind: 'progress', data: { pct: 100 } }]);
+    await putStatus(server, run, 'failed');
+    await page.goto(runUrl(server, 'failed'));
     await page.getByTestId('run-status').getByText('failed', { exact: true }).waitFor();
     // The run is finished: Setup (no error in it) is folded. Its header is near the top.
     await row(page, 400).waitFor();
@@ -260,12 +248,12 @@ describe('the log viewer in Chromium', () => {
     for (let n = 1; n <= 3000; n += 1) {
       text += n % 7 === 0 ? `long ${n} ${'word '.repeat(400)}\n` : `short ${n}\n`;
     }
-    await postLog(server!, run, text);
-    await page.goto(runUrl(server!, 'wrapped'));
+    await postLog(server, run, text);
+    await page.goto(runUrl(server, 'wrapped'));
     await row(page, 3000).waitFor();
     await page.getByRole('checkbox', { name: 'Wrap lines' }).check();
     try {
-      await page.goto(runUrl(server!, 'wrapped', '#L2401'));
+      await page.goto(runUrl(server, 'wrapped', '#L2401'));
       await row(page, 2401).and(logBox(page).locator('.line-target')).waitFor();
       await expect.poll(() => inView(page, 2401)).toBe(true);
       // Each drawn row begins where the one before it ends, however many rows of text it has.

@@ -1,19 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postLog, putStatus, runPath } from '../helpers/api.js';
-import {
-  checkBrowserPrerequisites,
-  launchChromium,
-  newPage,
-  screenshot,
-  seriousAxeViolations,
-  watchCspViolations,
-} from '../helpers/browser.js';
-import { startServerProcess } from '../helpers/server-process.js';
+import { screenshot, seriousAxeViolations } from '../helpers/browser.js';
+import { openDashboard } from '../helpers/dashboard-session.js';
+import type { DashboardSession } from '../helpers/dashboard-session.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 
 // The runs list, the pipeline page and its chart, and both themes, in Chromium against a real
@@ -35,19 +26,21 @@ async function useTheme(page: Page, theme: 'light' | 'dark'): Promise<void> {
 }
 
 describe('pipelines and themes in Chromium', () => {
-  let server: ServerProcess | undefined;
-  let browser: Browser | undefined;
+  let session: DashboardSession | undefined;
+  let server: ServerProcess;
   let page: Page;
-  let dataDir: string;
   let cspViolations: string[] = [];
 
   beforeAll(async () => {
-    checkBrowserPrerequisites();
-    dataDir = mkdtempSync(join(tmpdir(), 'tailwater-pipelines-'));
-    server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
-      TAILWATER_POLL_SECONDS: '0.05',
-      TAILWATER_FINISH_GRACE_SECONDS: '0.5',
-    });
+    session = await openDashboard(
+      'pipelines',
+      {
+        TAILWATER_POLL_SECONDS: '0.05',
+        TAILWATER_FINISH_GRACE_SECONDS: '0.5',
+      },
+      UI_TIMEOUT,
+    );
+    ({ server, page, cspViolations } = session);
     // 60 runs, each running for a while of its own, so the bars differ.
     for (let i = 1; i <= RUNS; i += 1) {
       const run = runPath(PIPELINE, runId(i));
@@ -57,19 +50,14 @@ describe('pipelines and themes in Chromium', () => {
       await putStatus(server, run, statusOf(i));
     }
     await putStatus(server, runPath(OTHER, 'x1'), 'success');
-    browser = await launchChromium();
-    page = await newPage(browser, UI_TIMEOUT);
-    cspViolations = watchCspViolations(page);
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it("the pipeline page charts the newest 50 runs' durations, a bar each, drawn in its run's status", async () => {
-    await page.goto(`${server!.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}`);
+    await page.goto(`${server.url}/ui/pipelines/${encodeURIComponent(PIPELINE)}`);
     const chart = page.getByTestId('duration-chart');
     await chart.locator('canvas').waitFor();
     await expect.poll(() => chart.getAttribute('data-bars')).toBe('50');
@@ -106,7 +94,7 @@ describe('pipelines and themes in Chromium', () => {
 
   it('shows a run that starts while the page is open, live, and its end', async () => {
     const run = runPath(PIPELINE, 'live-1');
-    await putStatus(server!, run, 'running');
+    await putStatus(server, run, 'running');
     const table = page.getByRole('table', { name: `Runs of ${PIPELINE}` });
     const row = table.getByRole('row').filter({ has: page.getByRole('link', { name: 'live-1' }) });
     await row.getByText('running', { exact: true }).waitFor();
@@ -114,7 +102,7 @@ describe('pipelines and themes in Chromium', () => {
     const elapsed = row.getByTestId('elapsed');
     const before = await elapsed.textContent();
     await expect.poll(() => elapsed.textContent()).not.toBe(before);
-    await putStatus(server!, run, 'success');
+    await putStatus(server, run, 'success');
     await row.getByText('success', { exact: true }).waitFor();
     expect(await row.getByTestId('elapsed').count()).toBe(0);
   });
@@ -133,7 +121,7 @@ describe('pipelines and themes in Chromium', () => {
   });
 
   it('the runs list filters pipelines by name on the server, and links each to its page', async () => {
-    await page.goto(`${server!.url}/ui/`);
+    await page.goto(`${server.url}/ui/`);
     const table = page.getByRole('table', { name: 'Pipelines' });
     await table.getByRole('link', { name: OTHER }).waitFor();
     await page.getByRole('searchbox', { name: 'Pipeline' }).fill('nightly');
@@ -150,7 +138,7 @@ describe('pipelines and themes in Chromium', () => {
 
   it('follows the system theme, and keeps the one chosen in the top bar across reloads', async () => {
     await page.emulateMedia({ colorScheme: 'dark' });
-    await page.goto(`${server!.url}/ui/`);
+    await page.goto(`${server.url}/ui/`);
     await page.getByRole('table', { name: 'Pipelines' }).waitFor();
     expect(await themeOf(page)).toBe('dark');
     await page.emulateMedia({ colorScheme: 'light' });
@@ -171,7 +159,7 @@ describe('pipelines and themes in Chromium', () => {
     await page.setViewportSize({ width: 390, height: 800 });
     try {
       for (const path of ['/ui/', `/ui/pipelines/${PIPELINE}`]) {
-        await page.goto(`${server!.url}${path}`);
+        await page.goto(`${server.url}${path}`);
         await page.getByRole('table').first().waitFor();
         const widths = await page
           .locator('html')
@@ -186,8 +174,8 @@ describe('pipelines and themes in Chromium', () => {
 
   it('passes axe-core in light and in dark on the runs list, the pipeline page and a run view', async () => {
     const run = runPath(PIPELINE, 'a11y');
-    await putStatus(server!, run, 'running');
-    await postLog(server!, run, '\u001b[32mINFO\u001b[0m ready\n\u001b[31mWARN\u001b[0m slow\n');
+    await putStatus(server, run, 'running');
+    await postLog(server, run, '\u001b[32mINFO\u001b[0m ready\n\u001b[31mWARN\u001b[0m slow\n');
     const views: [string, string, () => Promise<void>][] = [
       [
         'runs-list',
@@ -210,7 +198,7 @@ describe('pipelines and themes in Chromium', () => {
     ];
     for (const theme of ['light', 'dark'] as const) {
       for (const [name, path, ready] of views) {
-        await page.goto(`${server!.url}${path}`);
+        await page.goto(`${server.url}${path}`);
         await useTheme(page, theme);
         await ready();
         expect(await seriousAxeViolations(page), `${path} in ${theme}`).toEqual([]);

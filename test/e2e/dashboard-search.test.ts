@@ -1,18 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { httpJson, postLog, putStatus, runPath } from '../helpers/api.js';
-import {
-  checkBrowserPrerequisites,
-  launchChromium,
-  newPage,
-  screenshot,
-  seriousAxeViolations,
-  watchCspViolations,
-} from '../helpers/browser.js';
-import { startServerProcess } from '../helpers/server-process.js';
+import { screenshot, seriousAxeViolations } from '../helpers/browser.js';
+import { openDashboard } from '../helpers/dashboard-session.js';
+import type { DashboardSession } from '../helpers/dashboard-session.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 
 // Searching every run from the dashboard (docs/DASHBOARD.md, "Searching every run") in Debian's
@@ -39,22 +30,21 @@ function log(): string {
 }
 
 describe('searching every run in Chromium', () => {
-  let server: ServerProcess | undefined;
-  let browser: Browser | undefined;
+  let session: DashboardSession | undefined;
+  let server: ServerProcess;
   let page: Page;
-  let dataDir: string;
   let cspViolations: string[] = [];
 
   beforeAll(async () => {
-    checkBrowserPrerequisites();
-    dataDir = mkdtempSync(join(tmpdir(), 'tailwater-search-browser-'));
-    server = await startServerProcess(['--data', dataDir, '--host', '127.0.0.1'], {
-      TAILWATER_POLL_SECONDS: '0.05',
-      TAILWATER_SEARCH_INDEX_SECONDS: '0.1',
-    });
-    browser = await launchChromium();
-    page = await newPage(browser, UI_TIMEOUT);
-    cspViolations = watchCspViolations(page);
+    session = await openDashboard(
+      'search-browser',
+      {
+        TAILWATER_POLL_SECONDS: '0.05',
+        TAILWATER_SEARCH_INDEX_SECONDS: '0.1',
+      },
+      UI_TIMEOUT,
+    );
+    ({ server, page, cspViolations } = session);
   });
 
   afterEach(() => {
@@ -62,21 +52,19 @@ describe('searching every run in Chromium', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('finds a line from the header box and opens the run at it, centred and highlighted', async () => {
     const run = runPath(PIPELINE, RUN_ID);
-    await putStatus(server!, run, 'running');
-    await postLog(server!, run, log());
-    await putStatus(server!, run, 'success');
+    await putStatus(server, run, 'running');
+    await postLog(server, run, log());
+    await putStatus(server, run, 'success');
 
     // The index runs behind the appends (docs/SEARCH.md): wait until the API finds the line.
     const deadline = Date.now() + UI_TIMEOUT;
     for (;;) {
-      const answer = await httpJson(server!, 'GET', `/api/v1/search?q=${NEEDLE}`);
+      const answer = await httpJson(server, 'GET', `/api/v1/search?q=${NEEDLE}`);
       expect(answer.status).toBe(200);
       const hits = (answer.body as { hits: { line: number | null }[] }).hits;
       if (hits.length > 0) {
@@ -87,7 +75,7 @@ describe('searching every run in Chromium', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
-    await page.goto(`${server!.url}/ui/`);
+    await page.goto(`${server.url}/ui/`);
     const box = page.getByRole('searchbox', { name: 'Search all logs' });
     await box.fill(NEEDLE);
     await box.press('Enter');
@@ -151,12 +139,12 @@ describe('searching every run in Chromium', () => {
 
   it('live: lines a running run writes while the page is open come in', async () => {
     const run = runPath(PIPELINE, 'r2');
-    await putStatus(server!, run, 'running');
-    await page.goto(`${server!.url}/ui/search?q=${NEEDLE}`);
+    await putStatus(server, run, 'running');
+    await page.goto(`${server.url}/ui/search?q=${NEEDLE}`);
     await page.getByTestId('hit').first().waitFor();
     expect(await page.getByTestId('search-run').count()).toBe(1);
 
-    await postLog(server!, run, `first\nlive ${NEEDLE} arrived\nlast\n`);
+    await postLog(server, run, `first\nlive ${NEEDLE} arrived\nlast\n`);
     // The page asks every 5 s; the index catches up within a fraction of that.
     const live = page.getByTestId('search-run').filter({ hasText: `${PIPELINE} / r2` });
     await live.waitFor({ timeout: 12_000 });
