@@ -1,6 +1,5 @@
 import { useCallback, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import type { RefObject } from 'react';
-import { flushSync } from 'react-dom';
 import { RowHeights } from './row-heights.js';
 
 /** A row to draw: its index, where it begins and how high it is (px). */
@@ -78,9 +77,15 @@ export function useRowWindow({
     const element = scrollRef.current;
     if (!element) return;
     readViewport();
-    // Drawn before the frame is painted, as the browser scrolls: a render left for later shows
-    // a frame of rows that are no longer there, or none.
-    const onScroll = () => flushSync(readViewport);
+    // A scroll reads only where it is: the size comes from the observer, and reading it here
+    // would lay the page out again mid-frame. It is drawn in the next task, not in the scroll
+    // event (flushSync): with 20 rows drawn beyond each edge a scroll of up to 400 px a frame
+    // shows no gap, and a flick of 600 px a frame drew 17 frames of 180 late when drawn in the
+    // event (docs/BENCHMARKS.md, "Dashboard").
+    const onScroll = () => {
+      const top = element.scrollTop;
+      setViewport((viewport) => (viewport.top === top ? viewport : { ...viewport, top }));
+    };
     element.addEventListener('scroll', onScroll, { passive: true });
     // jsdom has no ResizeObserver; its elements never change size anyway.
     const observer =
