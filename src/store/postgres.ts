@@ -28,6 +28,7 @@ import {
   checkLogRetry,
   entryTime,
   Numbering,
+  boundsOf,
   lineStart,
   pendingEvent,
   pendingLog,
@@ -783,15 +784,7 @@ export class PostgresStore implements Store, LeaseStore {
     const [row] = hasNulInKey(key)
       ? []
       : await this.rows<StreamRow>(named('bounds', keyParams(key)));
-    const epoch = this.epoch;
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch };
-    return {
-      firstSeq: row.first_seq,
-      lastSeq: row.last_seq,
-      logBytes: row.log_bytes,
-      logLines: row.log_lines,
-      epoch,
-    };
+    return boundsOf(row, this.epoch);
   }
 
   async logLineStart(key: StreamKey, line: number): Promise<number | undefined> {

@@ -2,7 +2,7 @@ import type { NewEvent, NewLog } from '../model/entry.js';
 import { TailwaterError } from '../model/errors.js';
 import type { Run, RunStatus, RunSummary } from '../model/run.js';
 import { isTerminal } from '../model/run.js';
-import type { RunUpdate } from './store.js';
+import type { RunUpdate, StreamBounds } from './store.js';
 import { PAGE_META_BYTES } from './store.js';
 
 /**
@@ -220,6 +220,26 @@ export function lineFeeds(text: string): number {
   let count = 0;
   for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1;
   return count;
+}
+
+/** A stream's counters as both stores' `streams` rows name them. */
+export interface StreamCounters {
+  first_seq: number;
+  last_seq: number;
+  log_bytes: number;
+  log_lines: number;
+}
+
+/** A stream's bounds from its row, or those of a stream never written. */
+export function boundsOf(row: StreamCounters | undefined, epoch: string): StreamBounds {
+  if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch };
+  return {
+    firstSeq: row.first_seq,
+    lastSeq: row.last_seq,
+    logBytes: row.log_bytes,
+    logLines: row.log_lines,
+    epoch,
+  };
 }
 
 /** What a store keeps of the log chunk that holds a line feed, to find where a line begins. */

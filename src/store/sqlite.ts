@@ -50,6 +50,7 @@ import {
   checkLogRetry,
   entryTime,
   Numbering,
+  boundsOf,
   lineStart,
   deletedFeedBody,
   pendingLog,
@@ -811,16 +812,7 @@ export class SqliteStore implements Store, LeaseStore {
 
   async bounds(key: StreamKey): Promise<StreamBounds> {
     const sid = this.knownStreamId(key);
-    const row = sid === undefined ? undefined : this.r.streamById.get(sid);
-    const epoch = this.epoch;
-    if (!row) return { firstSeq: 1, lastSeq: 0, logBytes: 0, logLines: 0, epoch };
-    return {
-      firstSeq: row.first_seq,
-      lastSeq: row.last_seq,
-      logBytes: row.log_bytes,
-      logLines: row.log_lines,
-      epoch,
-    };
+    return boundsOf(sid === undefined ? undefined : this.r.streamById.get(sid), this.epoch);
   }
 
   async logLineStart(key: StreamKey, line: number): Promise<number | undefined> {

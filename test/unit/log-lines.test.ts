@@ -1,8 +1,7 @@
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import { runPath } from '../helpers/api.js';
-import { createTestApp } from '../helpers/app.js';
-import type { TestApp } from '../helpers/app.js';
+import { loggedRun } from '../helpers/logged-run.js';
 
 // `log.txt?lines=`: lines of the log by number (docs/API.md, "Reading without streaming"), on
 // every backend pair.
@@ -21,23 +20,7 @@ const TEXT = PIECES.map((piece) => piece.text).join('');
 const LINES = TEXT.split('\n');
 const TOTAL = Buffer.byteLength(TEXT, 'utf8');
 
-let t: TestApp;
-
-beforeEach(async () => {
-  t = await createTestApp();
-  for (const piece of PIECES) {
-    const res = await t.app.inject({ method: 'POST', url: `${RUN}/logs`, payload: piece });
-    expect(res.statusCode).toBe(200);
-  }
-});
-
-afterEach(async () => {
-  await t.close();
-});
-
-function logTxt(query: string, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'GET', url: `${RUN}/log.txt?${query}`, headers });
-}
+const { logTxt, logEntries, ...run } = loggedRun(RUN, PIECES);
 
 /** Lines first..last (1-based) as the log holds them, line feeds and all. */
 function linesText(first: number, last: number): string {
@@ -81,7 +64,7 @@ describe('log.txt by line number (?lines=)', () => {
   });
 
   test('a log that ends with a line feed has no line after it', async () => {
-    await t.app.inject({ method: 'POST', url: `${RUN}/logs`, payload: { text: '\n' } });
+    await run.t.app.inject({ method: 'POST', url: `${RUN}/logs`, payload: { text: '\n' } });
     expect((await logTxt('lines=-1')).body).toBe('last\n');
     const past = await logTxt('lines=8-');
     expect(past.statusCode).toBe(416);
@@ -98,8 +81,8 @@ describe('log.txt by line number (?lines=)', () => {
     }
     // A run with no log has no lines at all.
     const empty = runPath(FQN, 'empty');
-    await t.app.inject({ method: 'PUT', url: empty, payload: { status: 'running' } });
-    const none = await t.app.inject({ method: 'GET', url: `${empty}/log.txt?lines=1-` });
+    await run.t.app.inject({ method: 'PUT', url: empty, payload: { status: 'running' } });
+    const none = await run.t.app.inject({ method: 'GET', url: `${empty}/log.txt?lines=1-` });
     expect(none.statusCode).toBe(416);
     expect(none.headers['tailwater-log-lines']).toBe('lines */0');
   });
@@ -119,8 +102,7 @@ describe('log.txt by line number (?lines=)', () => {
   });
 
   test('with ?entries=true the first line is marked with its entry though the entry began before it', async () => {
-    const res = await t.app.inject({ method: 'GET', url: `${RUN}/entries?kinds=log` });
-    const entries = res.json<{ entries: Entry[] }>().entries;
+    const entries = await logEntries();
     const mark = (entry: Entry) =>
       `\u0000${new Date(entry.time).toISOString()} ${encodeURIComponent(entry.step ?? '')}\u0000`;
     // Line 2 begins inside the first entry ('héllo\nwör'), line 5 inside the third.

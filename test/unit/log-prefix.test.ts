@@ -1,9 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
 import { runPath } from '../helpers/api.js';
-import { createTestApp } from '../helpers/app.js';
-import type { TestApp } from '../helpers/app.js';
+import { loggedRun } from '../helpers/logged-run.js';
 
 // `log.txt?timestamps=true&steps=true`: each line begins with its entry's time and step
 // (docs/API.md, "Reading without streaming"), whole or by byte range.
@@ -18,28 +17,7 @@ const PIECES: { text: string; step?: string }[] = [
 ];
 const PLAIN = Buffer.from(PIECES.map((piece) => piece.text).join(''), 'utf8');
 
-let t: TestApp;
-
-beforeEach(async () => {
-  t = await createTestApp();
-  for (const piece of PIECES) {
-    const res = await t.app.inject({ method: 'POST', url: `${RUN}/logs`, payload: piece });
-    expect(res.statusCode).toBe(200);
-  }
-});
-
-afterEach(async () => {
-  await t.close();
-});
-
-function logTxt(query: string, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'GET', url: `${RUN}/log.txt?${query}`, headers });
-}
-
-async function logEntries(): Promise<Entry[]> {
-  const res = await t.app.inject({ method: 'GET', url: `${RUN}/entries?kinds=log` });
-  return res.json<{ entries: Entry[] }>().entries;
-}
+const { logTxt, logEntries } = loggedRun(RUN, PIECES);
 
 /** The prefixed log as it must read, from the entries' own times and steps. */
 async function expected(prefix: (entry: Entry) => string): Promise<string> {
