@@ -165,7 +165,7 @@ export async function readRoutes(app: FastifyInstance, { store }: AppDeps): Prom
     headers: logRangeHeaders,
     response: {
       200: media(
-        'The whole log as it stood when asked, streamed, with `Content-Disposition: attachment`; or the bytes `?bytes=` asked for, with `Tailwater-Log-Range: bytes <first>-<last>/<log bytes>`.',
+        'The whole log as it stood when asked, streamed, with `Content-Disposition: attachment`; or the bytes `?bytes=` or the lines `?lines=` asked for, with `Tailwater-Log-Range: bytes <first>-<last>/<log bytes>` (and `Tailwater-Log-Lines: lines <first>-<last>/<lines>`).',
         'text/plain',
         z.string(),
       ),

@@ -1,7 +1,11 @@
 import { runPath } from '../../../src/client/index.js';
 import { MARKED_QUERY, PREFIX_HEADER, isMarked } from './line-prefix.js';
 
-/** A page of history: big enough that a 100 MB log is a few requests, small enough to show early. */
+/**
+ * A page of history: a 100 MB log is two requests. Pages are read as they arrive, so their size
+ * does not hold back the first lines; under DevTools' network agent a page of 16 MiB cost twice a
+ * page of 64 MiB per byte (docs/BENCHMARKS.md, "Dashboard").
+ */
 export const HISTORY_PAGE_BYTES = 64 * 1024 * 1024;
 
 /** Where a run is, as the view names it (`latest` allowed). */
