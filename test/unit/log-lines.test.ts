@@ -20,7 +20,9 @@ const TEXT = PIECES.map((piece) => piece.text).join('');
 const LINES = TEXT.split('\n');
 const TOTAL = Buffer.byteLength(TEXT, 'utf8');
 
-const { logTxt, logEntries, ...run } = loggedRun(RUN, PIECES);
+// Not spread: `t` is a getter that only answers inside a test.
+const run = loggedRun(RUN, PIECES);
+const { logTxt, logEntries } = run;
 
 /** Lines first..last (1-based) as the log holds them, line feeds and all. */
 function linesText(first: number, last: number): string {
