@@ -1,5 +1,6 @@
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { describe, expect, test } from 'vitest';
+import Anser from 'anser';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { RunView } from '../src/run/RunView.js';
 import { fakeTail } from './fake-tail.js';
 import { geometry, lines, renderedLines } from './log-helpers.js';
@@ -15,6 +16,10 @@ async function followingTwoHundredLines() {
   await waitFor(() => expect(log.scrollTop).toBe(4000 - 400));
   return { fake, log, box };
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('RunView', () => {
   test('reads the run with tail(): connecting, live once the server accepts, ended with the reason', async () => {
@@ -325,5 +330,26 @@ describe('RunView', () => {
     log.scrollTop = 7600;
     fireEvent.scroll(log);
     await waitFor(() => expect(screen.getByTestId('follow-state').textContent).toBe('Following'));
+  });
+
+  test('a scroll draws only the rows that came into view: rows still in view are not drawn again', async () => {
+    const { log } = await followingTwoHundredLines();
+    log.scrollTop = 1000;
+    fireEvent.scroll(log);
+    await waitFor(() => expect(screen.getByTestId('follow-state').textContent).toBe('Paused'));
+    const drawn = () => renderedLines(log).map((text) => Number(text.slice('line '.length)));
+    await waitFor(() => expect(drawn()[0]).toBe(1000 / 20 - 20 + 1));
+    // Each line's text is parsed for its colours when its row is drawn.
+    const parsed = vi.spyOn(Anser, 'ansiToJson');
+    const before = new Set(drawn());
+
+    log.scrollTop = 1000 + 10 * 20;
+    fireEvent.scroll(log);
+    await waitFor(() => expect(drawn()[0]).toBe(1200 / 20 - 20 + 1));
+    const cameIntoView = drawn().filter((line) => !before.has(line));
+    expect(cameIntoView).toHaveLength(10);
+    expect(parsed.mock.calls.map(([text]) => text).sort()).toEqual(
+      cameIntoView.map((line) => `line ${line}`).sort(),
+    );
   });
 });

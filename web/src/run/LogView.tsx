@@ -1,13 +1,14 @@
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'react';
-import type { MouseEvent, UIEvent } from 'react';
-import { AnsiLine } from '../ansi.js';
+import type { UIEvent } from 'react';
 import type { Mark } from '../ansi.js';
 import type { LogLines } from './log-buffer.js';
 import { LEVEL_ERROR, LEVEL_WARNING } from './log-levels.js';
 import type { Match } from './log-search.js';
 import { plainRows } from './log-sections.js';
 import type { Rows, Section } from './log-sections.js';
-import { formatClock, formatElapsed, formatSpan } from './line-time.js';
+import { formatClock, formatElapsed } from './line-time.js';
+import { LogRow } from './LogRow.js';
+import type { RowActions } from './LogRow.js';
 import type { TimestampMode } from './view-settings.js';
 import { useRowWindow } from './use-row-window.js';
 import './log-view.css';
@@ -190,67 +191,31 @@ export function LogView({
   };
 
   const digits = String(Math.max(firstLine + lines.length, 1)).length;
-  const numberOf = (index: number) => firstLine + index + 1;
-  const numberLink = (index: number) => {
-    const number = numberOf(index);
-    const onClick = (event: MouseEvent<HTMLAnchorElement>) => {
-      // Another tab or window: the browser's to do.
-      if (!onLineClick || event.metaKey || event.ctrlKey || event.altKey || event.button !== 0) {
-        return;
-      }
-      event.preventDefault();
-      onLineClick(index, event.shiftKey);
-    };
-    return (
-      <a
-        className="line-number"
-        href={`#L${number}`}
-        aria-label={`Line ${number}`}
-        onClick={onClick}
-        // A number is not text to select along with the log's.
-        onMouseDown={(event) => event.shiftKey && event.preventDefault()}
-      >
-        {String(number).padStart(digits, ' ')}
-      </a>
-    );
-  };
-  const timeCell = (index: number) => {
+  const timeOf = (index: number) => {
     if (timestamps === 'off') return null;
     const time = info.timeOf(index);
     const text = timestamps === 'clock' ? formatClock(time) : formatElapsed(time, startTime);
-    return (
-      <span className="line-time" data-testid="line-time">
-        {text.padStart(timestamps === 'clock' ? 12 : 10, ' ')}
-      </span>
-    );
+    return text.padStart(timestamps === 'clock' ? 12 : 10, ' ');
   };
-  const header = (section: Section) => {
-    const isFolded = folded(section);
-    const duration = formatSpan(section.durationMs);
-    return (
-      <>
-        <button
-          type="button"
-          className="section-toggle"
-          aria-expanded={!isFolded}
-          aria-label={`${isFolded ? 'Unfold' : 'Fold'} ${section.title || section.kind}`}
-          onClick={() => onToggle(section)}
-          style={{ marginLeft: `${section.depth}rem` }}
-        >
-          {isFolded ? '▸' : '▾'}
-        </button>
-        <span className="section-title">
-          {section.kind === 'step' ? <span className="section-kind">step </span> : null}
-          {section.title || (section.kind === 'group' ? 'group' : '')}
-        </span>
-        <span className="section-facts" data-testid="section-facts">
-          {section.lines.toLocaleString('en-US')} {section.lines === 1 ? 'line' : 'lines'}
-          {duration ? ` · ${duration}` : ''}
-          {section.error ? <span className="section-error"> · error</span> : null}
-        </span>
-      </>
-    );
-  };
+  // The rows' handlers, one object for the view's life (rows are memoized), calling whatever
+  // the view was last given.
+  const latest = useRef({ onLineClick, onCopyLink, onToggle });
+  useLayoutEffect(() => {
+    latest.current = { onLineClick, onCopyLink, onToggle };
+  });
+  const actions = useMemo<RowActions>(
+    () => ({
+      lineClick: (line, extend) => {
+        const click = latest.current.onLineClick;
+        if (!click) return false;
+        click(line, extend);
+        return true;
+      },
+      copyLink: (line) => latest.current.onCopyLink?.(line),
+      toggle: (section) => latest.current.onToggle(section),
+    }),
+    [],
+  );
 
   return (
     <div
@@ -271,34 +236,31 @@ export function LogView({
       <div ref={contentRef} style={{ height: totalSize, position: 'relative', width: '100%' }}>
         {rowWindow.rows.map((item) => {
           const at = rows.at(item.index);
-          const style = {
-            position: 'absolute' as const,
-            top: 0,
-            left: 0,
-            width: '100%',
-            ...(wrap ? {} : { height: item.size }),
-            transform: `translateY(${item.start}px)`,
-          };
+          const height = wrap ? undefined : item.size;
           if (at < 0) {
             const section = sections[-1 - at]!;
             return (
-              <div
+              <LogRow
                 key={item.index}
+                rowIndex={item.index}
+                start={item.start}
+                height={height}
+                line={-1}
+                number={0}
+                digits={digits}
                 className={
                   section.error
                     ? 'log-line section-header section-failed'
                     : 'log-line section-header'
                 }
-                data-index={item.index}
-                data-section={section.key}
-                style={style}
-              >
-                <span className="line-number" aria-hidden="true">
-                  {' '.repeat(digits)}
-                </span>
-                {timeCell(section.first)}
-                {header(section)}
-              </div>
+                time={timeOf(section.first)}
+                text=""
+                marks={undefined}
+                section={section}
+                sectionFolded={folded(section)}
+                canCopy={false}
+                actions={actions}
+              />
             );
           }
           const group = groupAt.get(at);
@@ -314,34 +276,23 @@ export function LogView({
           if (group) classes.push('section-header');
           if (group?.error) classes.push('section-failed');
           return (
-            <div
+            <LogRow
               key={item.index}
+              rowIndex={item.index}
+              start={item.start}
+              height={height}
+              line={at}
+              number={firstLine + at + 1}
+              digits={digits}
               className={classes.join(' ')}
-              data-index={item.index}
-              data-line={numberOf(at)}
-              {...(group ? { 'data-section': group.key } : {})}
-              style={style}
-            >
-              {numberLink(at)}
-              {timeCell(at)}
-              {group ? (
-                header(group)
-              ) : (
-                <span className="line-text">
-                  <AnsiLine text={lines.line(at)} marks={marksByLine.get(at)} />
-                </span>
-              )}
-              {onCopyLink ? (
-                <button
-                  type="button"
-                  className="copy-link"
-                  aria-label={`Copy link to line ${numberOf(at)}`}
-                  onClick={() => onCopyLink(at)}
-                >
-                  Copy link
-                </button>
-              ) : null}
-            </div>
+              time={timeOf(at)}
+              text={group ? '' : lines.line(at)}
+              marks={marksByLine.get(at)}
+              section={group}
+              sectionFolded={group ? folded(group) : false}
+              canCopy={onCopyLink !== undefined}
+              actions={actions}
+            />
           );
         })}
       </div>
