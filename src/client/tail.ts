@@ -49,9 +49,8 @@ export interface TailOptions extends ClientOptions {
   /** Start with the last N entries. */
   tail?: number | undefined;
   /**
-   * The runs feed only: just these pipelines' runs (`?pipeline=`). The server splits the
-   * parameter at commas, so an FQN that holds one cannot be named here: filter such a pipeline's
-   * entries yourself.
+   * The runs feed only: just these pipelines' runs (`?pipeline=`, once per FQN: the server
+   * takes each value whole, so an FQN may hold a comma).
    */
   pipelines?: readonly string[] | undefined;
   kinds?: readonly string[] | undefined;

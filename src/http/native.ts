@@ -144,7 +144,7 @@ const streamQuery = z.object({ ...streamStartQuery.shape, ...streamFilterQuery.s
 const runStreamQuery = z.object({ ...streamQuery.shape, ...logAfterQuery.shape });
 const feedQuery = z.object({
   ...streamQuery.shape,
-  pipeline: listQuery('pipeline', "Only these pipelines' runs."),
+  pipeline: listQuery('pipeline', "Only these pipelines' runs.", { fqns: true }),
 });
 
 const lastEventIdHeader = z.object({

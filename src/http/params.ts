@@ -69,13 +69,16 @@ export function lastEventId(headers: IncomingHttpHeaders): string | undefined {
 /** The most values a list parameter takes (each is an index lookup). */
 const MAX_LIST_VALUES = 32;
 
-/** A repeatable, comma-separable list parameter: `kinds=a,b&kinds=c` → [a, b, c]. */
-export function parseList(query: Query, name: string): string[] | undefined {
+/**
+ * A repeatable, comma-separable list parameter: `kinds=a,b&kinds=c` → [a, b, c]. With `commas`
+ * false it is repeatable only, each value whole: a pipeline's FQN may hold a comma.
+ */
+export function parseList(query: Query, name: string, commas = true): string[] | undefined {
   const raw = query[name];
   if (raw === undefined) return undefined;
   const values = (Array.isArray(raw) ? raw : [raw])
-    .flatMap((value) => value.split(','))
-    .map((value) => value.trim())
+    .flatMap((value) => (commas ? value.split(',') : [value]))
+    .map((value) => (commas ? value.trim() : value))
     .filter((value) => value.length > 0);
   if (values.length > MAX_LIST_VALUES) {
     throw new TailwaterError(
@@ -197,17 +200,28 @@ export function intQuery(
 }
 
 /** A repeatable, comma-separable list (`parseList`, or `parseLabelList` for names). */
-export function listQuery(name: string, description: string, options: { labels?: boolean } = {}) {
-  return queryParam(
-    name,
-    (query) => (options.labels ? parseLabelList(query, name) : parseList(query, name)),
-    {
-      type: 'array',
-      items: { type: 'string' },
-      maxItems: MAX_LIST_VALUES,
-      description: `${description} Repeatable or comma-separated, at most ${MAX_LIST_VALUES} values.`,
-    },
-  );
+/**
+ * A list parameter: values as `parseList` takes them; `labels`: step names or correlation ids;
+ * `fqns`: pipeline FQNs, each value one FQN, commas and all, never split.
+ */
+export function listQuery(
+  name: string,
+  description: string,
+  options: { labels?: boolean; fqns?: boolean } = {},
+) {
+  const parse = (query: Query) => {
+    if (options.fqns) return parseList(query, name, false)?.map((value) => validateFqn(value));
+    return options.labels ? parseLabelList(query, name) : parseList(query, name);
+  };
+  const form = options.fqns
+    ? 'Repeatable (each value is one FQN, commas and all)'
+    : 'Repeatable or comma-separated';
+  return queryParam(name, parse, {
+    type: 'array',
+    items: { type: 'string' },
+    maxItems: MAX_LIST_VALUES,
+    description: `${description} ${form}, at most ${MAX_LIST_VALUES} values.`,
+  });
 }
 
 /** `?after=<cursor>&limit=N` of a listing, `limit` in [1, max]. */

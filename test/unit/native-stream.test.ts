@@ -1132,6 +1132,29 @@ describe('the runs feed and topic streams', () => {
     expect(statuses).toEqual(['running', 'failed']);
   });
 
+  it('takes each ?pipeline= of the runs feed as one whole FQN: commas and all, in NFC', async () => {
+    const t = await start();
+    const commaName = 'etl,nightly';
+    const byComma = await open(t, `/api/v1/runs/stream?pipeline=${encodeURIComponent(commaName)}`);
+    // "café" as e + U+0301: the server stores names in NFC.
+    const byNfd = await open(t, `/api/v1/runs/stream?pipeline=${encodeURIComponent('cafe\u0301')}`);
+    await httpJson(t, 'PUT', runUrl('etl', 'r1'), { status: 'running' }); // 1
+    await httpJson(t, 'PUT', runUrl('nightly', 'r2'), { status: 'running' }); // 2
+    await httpJson(t, 'PUT', runUrl(commaName, 'r3'), { status: 'running' }); // 3
+    await httpJson(t, 'PUT', runUrl('caf\u00e9', 'r4'), { status: 'running' }); // 4
+
+    const lastId = `4-${await epochOf(t, topicKey(RUNS_FEED_TOPIC))}`;
+    for (const reader of [byComma, byNfd]) {
+      await reader.waitFor((events) => events.some((e) => e.id === lastId));
+    }
+    expect(seqs(byComma.events)).toEqual([3]);
+    expect(seqs(byNfd.events)).toEqual([4]);
+
+    const bad = await refused(t, '/api/v1/runs/stream?pipeline=%01');
+    expect(bad.status).toBe(400);
+    expect((JSON.parse(bad.text) as { error: { code: string } }).error.code).toBe('TW_BAD_NAME');
+  });
+
   it("streams a topic's events, its history first and then live", async () => {
     const t = await start();
     const posted = await httpJson(t, 'POST', '/api/v1/topics/prices/events', {

@@ -101,8 +101,7 @@ export function PipelinePage({
     {
       target: 'runs',
       tail: FEED_REPLAY,
-      // The server splits ?pipeline= at commas; such an FQN reads the whole feed, filtered here.
-      ...(pipeline.includes(',') ? {} : { pipelines: [pipeline] }),
+      pipelines: [pipeline],
     },
     onEvent,
   );
