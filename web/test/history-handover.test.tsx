@@ -88,6 +88,57 @@ describe('the run view reads history as text, then streams what follows', () => 
   });
 });
 
+describe('the run’s facts while its history is read', () => {
+  test('status and elapsed time come from the run’s summary before the stream opens; the stream’s own then win', async () => {
+    await client.setStatus(FQN, 'r1', 'running');
+    await client.appendLog(FQN, 'r1', text(1, 3));
+    await client.setStatus(FQN, 'r1', 'success');
+    // A history that is slow to come: the stream waits for it.
+    let release = () => {};
+    const slow: LogHistoryFn = async (target, onText, signal) => {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return rangedLogHistory(url)(target, onText, signal);
+    };
+    const calls: TailOptions[] = [];
+    const liveTail: TailFn = (options) => {
+      calls.push(options);
+      return tail({ ...options, server: url });
+    };
+    const loadRun = (pipeline: string, runId: string) => client.getRun(pipeline, runId);
+    render(<RunView pipeline={FQN} runId="r1" tail={liveTail} history={slow} loadRun={loadRun} />);
+    await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
+    const run = await client.getRun(FQN, 'r1');
+    const ranFor = Date.parse(run.endedAt!) - Date.parse(run.startedAt!);
+    // A finished run's elapsed time is fixed: from its start to its end, in whole seconds.
+    expect(screen.getByTestId('elapsed').textContent).toBe(`${Math.floor(ranFor / 1000)}s`);
+    expect(calls).toHaveLength(0);
+
+    release();
+    const log = screen.getByTestId('log');
+    await waitFor(() => expect(renderedLines(log)).toEqual([line(1), line(2), line(3)]));
+    await waitFor(() => expect(calls).toHaveLength(1));
+    expect(screen.getByTestId('run-status').textContent).toBe('success');
+  });
+
+  test('without a summary (its read failed) the view waits for the stream’s facts', async () => {
+    await client.setStatus(FQN, 'r1', 'running');
+    const liveTail: TailFn = (options) => tail({ ...options, server: url });
+    const failing = () => Promise.reject(new Error('unreachable'));
+    render(
+      <RunView
+        pipeline={FQN}
+        runId="r1"
+        tail={liveTail}
+        history={rangedLogHistory(url)}
+        loadRun={failing}
+      />,
+    );
+    await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('running'));
+  });
+});
+
 describe('a linked line far into a long log', () => {
   /** A run of `count` lines `n: padding`, about 40 bytes each, in entries of 100 lines. */
   async function longRun(count: number) {

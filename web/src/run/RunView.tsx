@@ -1,7 +1,7 @@
-import { useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
-import { isTerminal, RUN_STATUSES, runPath } from '../../../src/client/index.js';
+import { useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
+import { isTerminal, RUN_STATUSES, runPath, TailwaterClient } from '../../../src/client/index.js';
 import type { Entry } from '../../../src/model/entry.js';
-import type { RunStatus } from '../../../src/model/run.js';
+import type { Run, RunStatus } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
 import { ConnectionStateBadge } from '../connection.js';
 import { formatBytes, formatDuration, pipelineHref } from '../format.js';
@@ -64,6 +64,27 @@ function logHref(pipeline: string, runId: string): string {
   return `${runPath(pipeline, runId)}/log.txt`;
 }
 
+/** Reads the run's summary (`GET …/runs/{runId}`). */
+export type LoadRun = (pipeline: string, runId: string) => Promise<Run>;
+
+const defaultLoadRun: LoadRun = (pipeline, runId) =>
+  new TailwaterClient({ server: window.location.origin }).getRun(pipeline, runId);
+
+/**
+ * The facts the stream has not given yet, from the run's summary: the stream opens only once
+ * the history is read, which for a long log is seconds in which the run would say "unknown".
+ * What the stream gives wins, being as new or newer.
+ */
+function withSummary(facts: RunFacts, run: Run): RunFacts {
+  if (facts.status !== null) return facts;
+  return {
+    ...facts,
+    status: run.status,
+    startedAt: facts.startedAt ?? run.startedAt ?? run.createdAt,
+    endedAt: isTerminal(run.status) ? run.endedAt : null,
+  };
+}
+
 /** The log history from the server that served the page, read before the stream opens. */
 const defaultHistory: LogHistoryFn = (target, onText, signal, near) =>
   rangedLogHistory(window.location.origin)(target, onText, signal, near);
@@ -79,6 +100,7 @@ export function RunView({
   runId,
   tail = defaultTail,
   history = tail === defaultTail ? defaultHistory : null,
+  loadRun = tail === defaultTail ? defaultLoadRun : null,
   latest = false,
   maxLogChars,
   targetLine = null,
@@ -94,6 +116,11 @@ export function RunView({
    * default `tail`; a `tail` of the caller's own (a test's fake stream) comes without one.
    */
   history?: LogHistoryFn | null;
+  /**
+   * Reads the run's summary when the view opens, for its status and times until the stream
+   * gives them; null waits for the stream. By default the server's, with the default `tail`.
+   */
+  loadRun?: LoadRun | null;
   /** Opened as the pipeline's latest run: say so beside its id. */
   latest?: boolean;
   /** Log text the view keeps before letting the oldest lines go (default 256 Mi characters). */
@@ -248,6 +275,20 @@ export function RunView({
     },
     [buffer, bumpVersion, source],
   );
+  useEffect(() => {
+    if (!loadRun) return;
+    let current = true;
+    loadRun(pipeline, runId).then(
+      (run) => {
+        if (current) setFacts((previous) => withSummary(previous, run));
+      },
+      // Only the early facts are lost: the stream gives them, and says why it cannot open.
+      () => {},
+    );
+    return () => {
+      current = false;
+    };
+  }, [loadRun, pipeline, runId]);
   const { state, resume } = useTail(
     source?.tail ?? tail,
     `run:${pipeline}\u0000${runId}\u0000${reading.opened}`,
