@@ -18,6 +18,7 @@ interface TailFlags extends ClientFlags {
   follow?: boolean;
   fromStart?: boolean;
   tail?: number;
+  lines?: number;
   kinds?: string[];
   json?: boolean;
 }
@@ -39,12 +40,23 @@ export function tailCommand(program: Command): void {
     .argument('[runId]', 'the run, or latest (the newest run)', 'latest')
     .option('--follow', 'follow until the run ends (always the case; accepted for compatibility)')
     .addOption(
-      new Option('--from-start', "start from the run's first entry (the default)").conflicts(
+      new Option('--from-start', "start from the run's first entry (the default)").conflicts([
         'tail',
-      ),
+        'lines',
+      ]),
     )
     .addOption(
-      new Option('--tail <n>', 'start with the last n entries').argParser(integerIn(0, 1_000_000)),
+      new Option('--tail <n>', 'start with the last n entries')
+        .argParser(integerIn(0, 1_000_000))
+        .conflicts('lines'),
+    )
+    .addOption(
+      new Option(
+        '--lines <n>',
+        'start with the last n lines of the log (as tail -n counts them), then what follows',
+      )
+        .argParser(integerIn(0, 1_000_000))
+        .conflicts('json'),
     )
     .option('--kinds <kinds>', 'only these kinds, comma-separated (e.g. log,progress)', kindList)
     .option('--json', 'print every entry as one line of JSON');
@@ -66,20 +78,31 @@ async function runTail(fqn: string, runIdArg: string, flags: TailFlags): Promise
   // A concrete run id first, so a reconnect follows this run even if a newer one starts. This
   // also tells an unreachable server at once rather than after the reconnect attempts.
   let runId = runIdArg;
+  let started = true;
   try {
     runId = (await client.getRun(fqn, runIdArg)).runId;
   } catch (error) {
     const notYet = error instanceof TailwaterClientError && error.status === 404;
     if (!notYet || runIdArg === 'latest') throw error;
+    started = false;
     notice(`run ${runId} of ${fqn} does not exist yet; waiting for it to start`);
   }
 
   const printer = new EntryPrinter(flags.json === true);
+  // The last lines as text, then the stream from where they end (docs/API.md, "Reading without
+  // streaming"). A run that has not started has no log yet: it is followed from its start.
+  let after: string | undefined;
+  if (flags.lines !== undefined && started) {
+    const last = await client.lastLogLines(fqn, runId, flags.lines);
+    if (flags.kinds === undefined || flags.kinds.includes('log')) printer.text(last.text);
+    after = last.cursor;
+  }
   let end: EndFrame | undefined;
   for await (const event of tail({
     server: client.server,
     token: client.token,
     target: { pipeline: fqn, runId },
+    after,
     tail: flags.tail,
     kinds: flags.kinds,
     maxRetries: TAIL_MAX_RETRIES,
@@ -135,14 +158,18 @@ class EntryPrinter {
     if (this.json) {
       process.stdout.write(`${json}\n`);
     } else if (entry.kind === 'log') {
-      const text = entry.text ?? '';
-      if (text.length === 0) return;
-      process.stdout.write(text);
-      this.atLineStart = text.endsWith('\n');
+      this.text(entry.text ?? '');
     } else {
       // Log text that stopped mid-line gets a line break so the event stays on its own line.
       this.write(`${compactLine(entry)}\n`);
     }
+  }
+
+  /** Log text, exactly as written. */
+  text(text: string): void {
+    if (text.length === 0) return;
+    process.stdout.write(text);
+    this.atLineStart = text.endsWith('\n');
   }
 
   /** Ends a last log line that had no newline, so the shell prompt starts on its own line. */

@@ -197,7 +197,49 @@ export class TailwaterClient {
     return this.request('GET', `${targetPath(target)}/entries?after=${after}&limit=${limit}`);
   }
 
+  /**
+   * The last `count` lines of a run's log (`log.txt?lines=-<count>`: as `tail -n` counts them,
+   * a last line without a line feed included) and the cursor of the log's end as it stood:
+   * stream the run with `after` set to it for everything written since, once.
+   */
+  async lastLogLines(
+    pipeline: string,
+    runId: string,
+    count: number,
+  ): Promise<{ text: string; cursor: string }> {
+    const path = `${runPath(pipeline, runId)}/log.txt?lines=-${count}`;
+    const { response, text } = await this.send('GET', path);
+    // 416: the log has no lines (or none were asked for); its end is still named.
+    if (!response.ok && response.status !== 416) throw errorFromResponse(response, text);
+    const cursor = response.headers.get('tailwater-log-cursor');
+    if (cursor === null) {
+      throw new TailwaterClientError(
+        `${this.server} answered GET ${path} without a Tailwater-Log-Cursor; is it an older Tailwater server?`,
+        response.status,
+      );
+    }
+    return { text: response.ok ? text : '', cursor };
+  }
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const { response, text } = await this.send(method, path, body);
+    if (!response.ok) throw errorFromResponse(response, text);
+    try {
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch {
+      throw new TailwaterClientError(
+        `${this.server} answered ${method} ${path} with something other than JSON; is it a Tailwater server?`,
+        response.status,
+      );
+    }
+  }
+
+  /** One request and its whole answer; a connection that fails is an error of status 0. */
+  private async send(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ response: Response; text: string }> {
     let response: Response;
     try {
       response = await fetch(`${this.server}${path}`, {
@@ -222,15 +264,7 @@ export class TailwaterClient {
         0,
       );
     }
-    if (!response.ok) throw errorFromResponse(response, text);
-    try {
-      return (text ? JSON.parse(text) : undefined) as T;
-    } catch {
-      throw new TailwaterClientError(
-        `${this.server} answered ${method} ${path} with something other than JSON; is it a Tailwater server?`,
-        response.status,
-      );
-    }
+    return { response, text };
   }
 }
 

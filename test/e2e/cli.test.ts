@@ -184,6 +184,40 @@ describe('the tailwater command line against a real server', () => {
     expect(result).toEqual({ code: 0, stdout: 'three\n', stderr: '' });
   });
 
+  it('`tail --lines 2` starts with the last two lines of the log (cut inside entries), then follows', async () => {
+    await client.setStatus('cli.lines', 'r1', 'running');
+    // Five lines over two entries, the last without its line feed yet; an event before the cut.
+    await client.appendLog('cli.lines', 'r1', 'one\ntwo\nthr');
+    await client.appendEvents({ pipeline: 'cli.lines', runId: 'r1' }, [
+      { kind: 'progress', data: { pct: 10 } },
+    ]);
+    await client.appendLog('cli.lines', 'r1', 'ee\nfour\nfi');
+    const tail = cli(['tail', 'cli.lines', 'r1', '--lines', '2']);
+    await tail.waitFor((out) => out === 'four\nfi');
+    // Only what is written after the lines read comes next, once.
+    await client.appendLog('cli.lines', 'r1', 've\nsix\n');
+    await client.appendEvents({ pipeline: 'cli.lines', runId: 'r1' }, [
+      { kind: 'progress', data: { pct: 90 } },
+    ]);
+    await client.setStatus('cli.lines', 'r1', 'success');
+    expect(await tail.exited()).toBe(0);
+    expect(tail.stdout()).toBe(
+      'four\nfive\nsix\n[progress] {"pct":90}\n[status] {"status":"success"}\n',
+    );
+    expect(tail.stderr()).toBe('');
+
+    // A run with no log yet: no lines to start with, so everything from its start.
+    await client.setStatus('cli.lines', 'r2', 'running');
+    const empty = cli(['tail', 'cli.lines', 'r2', '--lines', '5']);
+    await empty.waitFor((out) => out.includes('running'));
+    await client.appendLog('cli.lines', 'r2', 'first\n');
+    await client.setStatus('cli.lines', 'r2', 'failed');
+    expect(await empty.exited()).toBe(1);
+    expect(empty.stdout()).toBe(
+      '[status] {"status":"running"}\nfirst\n[status] {"status":"failed"}\n',
+    );
+  });
+
   it('`tail` exits 130 on Ctrl-C (SIGINT)', async () => {
     await client.setStatus('cli.int', 'r1', 'running');
     const tail = cli(['tail', 'cli.int', 'r1']);
@@ -327,6 +361,9 @@ describe('the tailwater command line against a real server', () => {
       ['publish', 'cli.bad', 'r1', '{}'], // missing --kind
       ['tail', 'cli.bad', '--tail', 'many'],
       ['tail', 'cli.bad', '--tail', '2', '--from-start'],
+      ['tail', 'cli.bad', '--lines', '2', '--tail', '2'],
+      ['tail', 'cli.bad', '--lines', '2', '--json'],
+      ['tail', 'cli.bad', '--lines', '-1'],
       ['runs', 'cli.bad', '--status', 'bogus'],
       ['runs', 'cli.bad', '--limit', '0'],
       ['runs', '--server', 'not a url'],
