@@ -15,7 +15,7 @@ import select
 import socket
 import ssl
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from .errors import ConnectionFailed, TailwaterError, error_for
@@ -135,9 +135,10 @@ class Transport:
         body: Optional[bytes] = None,
         content_type: Optional[str] = None,
         extra_headers: Optional[Mapping[str, str]] = None,
+        also_ok: Collection[int] = (),
     ) -> Response:
         """Sends one request and reads its whole answer. Raises ConnectionFailed when no
-        answer arrived, or the error of a non-2xx answer."""
+        answer arrived, or the error of a non-2xx answer whose status is not in ``also_ok``."""
         headers = self.headers(extra_headers)
         if content_type is not None:
             headers["Content-Type"] = content_type
@@ -163,7 +164,7 @@ class Transport:
                     f"No answer from the Tailwater server at {self.server} "
                     f"({method} {path}): {describe(error)}"
                 ) from error
-        if not 200 <= status < 300:
+        if not 200 <= status < 300 and status not in also_ok:
             raise error_from(status, reason, answer_headers, data)
         return Response(status, reason, answer_headers, data)
 

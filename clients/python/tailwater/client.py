@@ -56,6 +56,14 @@ class EntriesPage(TypedDict):
     hasMore: bool
 
 
+class LogLines(TypedDict):
+    """The last lines of a log and ``cursor``, the place their text ends (pass it to
+    :func:`~tailwater.tail` as ``log_after`` to follow from there)."""
+
+    text: str
+    cursor: str
+
+
 class AppendLogResult(TypedDict):
     seq: int
     firstSeq: int
@@ -284,6 +292,24 @@ class Client:
         answer = self._http.request("GET", f"{run_path(pipeline, run)}/log.txt")
         return answer.body.decode("utf-8")
 
+    def last_log_lines(self, pipeline: str, run: str, count: int) -> LogLines:
+        """The log's last ``count`` lines as text (``log.txt?lines=-<count>``, like ``tail -n``)
+        and the cursor where that text ends. A log with no lines gives ``""`` and its cursor."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count: {count!r} must be a whole number of lines, 0 or more.")
+        path = f"{run_path(pipeline, run)}/log.txt?lines=-{count}"
+        # 416: the log has no lines (or none were asked for); its end is named all the same.
+        answer = self._http.request("GET", path, also_ok=(416,))
+        cursor = answer.headers.get("tailwater-log-cursor")
+        if cursor is None:
+            raise TailwaterError(
+                f"{self._http.server} answered GET {path} without a Tailwater-Log-Cursor; "
+                "is it an older Tailwater server?",
+                answer.status,
+            )
+        text = answer.body.decode("utf-8") if answer.status != 416 else ""
+        return {"text": text, "cursor": cursor}
+
     def search(self, q: str, **options: Any) -> Dict[str, Any]:
         """One page of a search across every run (docs/SEARCH.md): ``regex``, ``pipeline`` (a
         glob), ``status`` (a list), ``since``, ``until``, ``kind``, ``limit``, ``cursor`` (the
@@ -335,6 +361,7 @@ __all__ = [
     "Client",
     "EntriesPage",
     "Entry",
+    "LogLines",
     "NewEvent",
     "Run",
     "STATUSES",

@@ -65,6 +65,7 @@ def tail(
     kinds: Optional[Sequence[str]] = None,
     steps: Optional[Sequence[str]] = None,
     correlation_ids: Optional[Sequence[str]] = None,
+    log_after: Optional[str] = None,
     server: Optional[str] = None,
     token: Optional[str] = None,
     read_timeout: float = 60.0,
@@ -77,6 +78,8 @@ def tail(
     Where to start: ``after`` a saved cursor (or a bare seq); else ``last`` N entries; else
     ``from_latest`` (only what is written from now on); else the first entry. ``kinds``,
     ``steps`` and ``correlation_ids`` filter (any value within one, all given ones).
+    ``log_after`` (a run only) is the ``cursor`` of :meth:`Client.last_log_lines`: log entries
+    up to it are left out, since their text was read already; every other entry comes as usual.
 
     When the connection is cut, or a connection brings nothing (not even a heartbeat, sent
     every 25 s) for ``read_timeout`` seconds, it reconnects with ``Last-Event-ID`` after a
@@ -100,12 +103,16 @@ def tail(
     for name, values in (("kinds", kinds), ("steps", steps), ("correlationIds", correlation_ids)):
         if values:
             query[name] = ",".join(values)
+    if log_after is not None and (pipeline is None or run is None or topic is not None):
+        raise ValueError("log_after is for a run's stream (pipeline and run).")
     cursor = None if after is None else str(after)
     failures = 0
 
     while True:
         headers = {"Accept": "text/event-stream"}
         start = dict(query)
+        if log_after is not None:
+            start["logAfter"] = log_after
         if cursor is not None:
             headers["Last-Event-ID"] = cursor
         elif last is not None:
@@ -155,7 +162,11 @@ def tail(
                             yield TailEvent("end", end=end)
                             return
                         if kind == "gap":
-                            yield TailEvent("gap", gap=json.loads(message.data))
+                            gap = json.loads(message.data)
+                            if gap.get("reason") == "reset":
+                                # The stream starts over: the text log_after named is another log's.
+                                log_after = None
+                            yield TailEvent("gap", gap=gap)
                             continue
                         if kind == "error":
                             detail = json.loads(message.data)

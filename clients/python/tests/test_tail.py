@@ -7,7 +7,7 @@ import uuid
 from typing import List
 
 import support
-from tailwater import BadRequest, Backoff, Client, ConnectionFailed, TailEvent, tail
+from tailwater import BadRequest, Backoff, Client, ConnectionFailed, NotFound, TailEvent, tail
 
 FAST = Backoff(initial=0.02, maximum=0.2)
 
@@ -105,6 +105,46 @@ class TailTest(unittest.TestCase):
         self.assertEqual(types[:2], ["open", "gap"])
         self.assertEqual(events[1].gap, {"reason": "reset"})
         self.assertEqual([e.entry["seq"] for e in events if e.type == "entry"], [1, 2, 3, 4, 5])
+
+    def test_the_last_lines_then_the_stream_from_where_they_end_give_every_line_once(self) -> None:
+        pipeline, run = names()
+        self.client.put_run(pipeline, run, "running")
+        self.write_lines(pipeline, run, 0, 5)
+        self.client.append_events(pipeline, run, [{"kind": "progress", "data": {"pct": 50}}])
+        self.write_lines(pipeline, run, 5, 10)
+        last = self.client.last_log_lines(pipeline, run, 3)
+        self.assertEqual(last["text"], "line 7\nline 8\nline 9\n")
+        self.write_lines(pipeline, run, 10, 12)  # after the text was read
+        self.client.finish_run(pipeline, run, "success")
+        events = list(tail(pipeline, run, server=server.url, log_after=last["cursor"], read_timeout=20))
+        entries = [e.entry for e in events if e.type == "entry"]
+        text = "".join(e.get("text", "") for e in entries if e["kind"] == "log")
+        self.assertEqual(last["text"] + text, "line 7\nline 8\nline 9\nline 10\nline 11\n")
+        # Every other entry still comes, the event written among the lines left out included.
+        self.assertEqual([e["kind"] for e in entries if e["kind"] != "log"], ["status", "progress", "status"])
+        self.assertEqual(events[-1].end, {"reason": "runFinished", "status": "success", "lastSeq": 15})
+
+    def test_the_last_lines_of_an_empty_log_are_empty_and_a_bad_count_is_refused(self) -> None:
+        pipeline, run = names()
+        self.client.put_run(pipeline, run, "running")
+        empty = self.client.last_log_lines(pipeline, run, 5)
+        self.assertEqual(empty["text"], "")
+        self.write_lines(pipeline, run, 0, 2)
+        self.client.finish_run(pipeline, run, "success")
+        lines = [
+            e.entry["text"]
+            for e in tail(pipeline, run, server=server.url, log_after=empty["cursor"], read_timeout=20)
+            if e.type == "entry" and e.entry["kind"] == "log"
+        ]
+        self.assertEqual(lines, ["line 0\n", "line 1\n"])
+        self.assertEqual(self.client.last_log_lines(pipeline, run, 0)["text"], "")
+        for bad in (-1, 1.5, True):
+            with self.assertRaises(ValueError):
+                self.client.last_log_lines(pipeline, run, bad)  # type: ignore[arg-type]
+        with self.assertRaises(ValueError):
+            next(iter(tail(topic="t", server=server.url, log_after=empty["cursor"])))
+        with self.assertRaises(NotFound):
+            self.client.last_log_lines(pipeline, "no-such-run", 5)
 
     def test_topics_stream_and_last_n_starts_near_the_end(self) -> None:
         topic = f"py-tail-{uuid.uuid4().hex[:8]}"
