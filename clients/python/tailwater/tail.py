@@ -103,7 +103,7 @@ def tail(
     for name, values in (("kinds", kinds), ("steps", steps), ("correlationIds", correlation_ids)):
         if values:
             query[name] = ",".join(values)
-    if log_after is not None and (pipeline is None or run is None or topic is not None):
+    if log_after is not None and (runs_feed or topic is not None):
         raise ValueError("log_after is for a run's stream (pipeline and run).")
     cursor = None if after is None else str(after)
     failures = 0
