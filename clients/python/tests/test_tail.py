@@ -124,6 +124,31 @@ class TailTest(unittest.TestCase):
         self.assertEqual([e["kind"] for e in entries if e["kind"] != "log"], ["status", "progress", "status"])
         self.assertEqual(events[-1].end, {"reason": "runFinished", "status": "success", "lastSeq": 15})
 
+    def test_a_stream_that_starts_over_forgets_log_after_and_loses_no_line_across_a_cut(self) -> None:
+        pipeline, run = names()
+        self.write_lines(pipeline, run, 0, 200)
+        self.client.finish_run(pipeline, run, "success")
+        last = self.client.last_log_lines(pipeline, run, 3)
+        proxy = support.StreamCuttingProxy(server.port, cuts=1, after_bytes=1500)
+        self.addCleanup(proxy.close)
+        # A cursor of another store: the stream starts over from seq 1 and the whole log comes,
+        # so log_after (which names this log's end) must not be sent again after the cut.
+        events = list(
+            tail(
+                pipeline,
+                run,
+                server=proxy.url,
+                after="5-00000000",
+                log_after=last["cursor"],
+                read_timeout=20,
+                backoff=FAST,
+            )
+        )
+        self.assertEqual(proxy.cuts, 1)
+        self.assertEqual([e.gap for e in events if e.type == "gap"], [{"reason": "reset"}])
+        self.assertEqual([e.type for e in events].count("reconnecting"), 1)
+        self.assertEqual([e.entry["seq"] for e in events if e.type == "entry"], list(range(1, 203)))
+
     def test_the_last_lines_of_an_empty_log_are_empty_and_a_bad_count_is_refused(self) -> None:
         pipeline, run = names()
         self.client.put_run(pipeline, run, "running")
