@@ -52,6 +52,8 @@ export const ERROR_STATUS = {
   /** The server holds as much request data at once as maxBodyBytesInFlight allows. */
   TW_SERVER_BUSY: 503,
   TW_STORE_UNAVAILABLE: 503,
+  /** A sealed segment that is missing or fails its checksum: its text is never guessed. */
+  TW_SEGMENT_UNREADABLE: 500,
   TW_INTERNAL: 500,
 } as const;
 

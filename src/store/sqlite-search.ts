@@ -192,12 +192,14 @@ export class SqliteSearch {
   }
 
   /**
-   * Removes some of a deleted run's documents and their trigrams, as a write transaction's
+   * Removes some of a deleted run's documents (or of a sealed one's, those below `beforeId`)
+   * and their trigrams, as a write transaction's
    * body; whether any were left to remove. (An external-content FTS5 table is told each
    * document's text to forget its trigrams.)
    */
-  *removeRun(position: number): Steps<boolean> {
-    const rows = this.w.documentsOfRun.all(documentId(position, 0), documentId(position + 1, 0));
+  *removeRun(position: number, beforeId?: number): Steps<boolean> {
+    const end = Math.min(documentId(position + 1, 0), beforeId ?? Number.MAX_SAFE_INTEGER);
+    const rows = this.w.documentsOfRun.all(documentId(position, 0), end);
     for (const { id, text } of rows) {
       this.w.forgetTrigrams.run(id, text);
       this.w.deleteDocument.run(id);

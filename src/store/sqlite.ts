@@ -15,6 +15,16 @@ import { LocalLeases } from './lease.js';
 import { SCHEMA, addLogLines } from './sqlite-schema.js';
 import { globToSqliteGlob } from './search-sql.js';
 import { SEARCH_SCHEMA, SqliteSearch, addSearchColumn } from './sqlite-search.js';
+import { SEAL_SCHEMA, SqliteSealCatalog, addSealColumn } from './sqlite-seal-catalog.js';
+import type {
+  RunToSeal,
+  SealCatalog,
+  SealRow,
+  SealedRun,
+  SegmentRecord,
+  StorageBytes,
+} from './seal-catalog.js';
+import type { SealedDocument } from './segment-format.js';
 import type {
   AppendEventsResult,
   AppendLogResult,
@@ -271,7 +281,7 @@ function writeStatements(db: Database.Database) {
  * sees only what is committed, so no reader ever sees part of a write, and an append resolves
  * only after its COMMIT returned.
  */
-export class SqliteStore implements Store, LeaseStore {
+export class SqliteStore implements Store, LeaseStore, SealCatalog {
   private readonly db: Database.Database;
   private readonly reader: Database.Database;
   private readonly streamIds = new Map<string, number>();
@@ -294,6 +304,7 @@ export class SqliteStore implements Store, LeaseStore {
   /** Bytes the write in progress has inserted, for the checkpointer. */
   private writtenBytes = 0;
   private readonly search: SqliteSearch;
+  private readonly sealing: SqliteSealCatalog;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -313,6 +324,8 @@ export class SqliteStore implements Store, LeaseStore {
     addLogLines(this.db);
     addSearchColumn(this.db);
     this.db.exec(SEARCH_SCHEMA);
+    addSealColumn(this.db);
+    this.db.exec(SEAL_SCHEMA);
     this.epoch = readEpoch(this.db);
     this.sliced = path !== ':memory:';
     this.reader = this.sliced ? new Database(path, { readonly: true }) : this.db;
@@ -337,6 +350,62 @@ export class SqliteStore implements Store, LeaseStore {
     this.write_ = writeStatements(this.db);
     this.r = this.sliced ? readStatements(this.reader) : this.w;
     this.search = new SqliteSearch(this.db, this.reader);
+    this.sealing = new SqliteSealCatalog(
+      this.db,
+      this.reader,
+      (body) => this.write(body),
+      (sid, from, to) => this.removeRows(sid, from, to),
+      async (position, beforeId) => {
+        await this.removeDocuments(position, beforeId);
+        await this.giveBackSpace();
+      },
+    );
+  }
+
+  // ---- sealed history (seal-catalog.ts) ---------------------------------------------------
+
+  runsToSeal(limit: number, endedBefore: number): Promise<RunToSeal[]> {
+    return this.sealing.runsToSeal(limit, endedBefore);
+  }
+
+  rowsToSeal(sid: number, afterSeq: number, limit: number): Promise<SealRow[]> {
+    return this.sealing.rowsToSeal(sid, afterSeq, limit);
+  }
+
+  documentsToSeal(fromId: number, toId: number): Promise<SealedDocument[]> {
+    return this.sealing.documentsToSeal(fromId, toId);
+  }
+
+  recordSegment(record: Omit<SegmentRecord, 'hotDropped'>): Promise<boolean> {
+    return this.sealing.recordSegment(record);
+  }
+
+  segmentsOf(key: StreamKey): Promise<SegmentRecord[]> {
+    return this.sealing.segmentsOf(key);
+  }
+
+  segmentsToDrop(sealedBefore: number, limit: number): Promise<SegmentRecord[]> {
+    return this.sealing.segmentsToDrop(sealedBefore, limit);
+  }
+
+  dropHotRows(record: SegmentRecord): Promise<void> {
+    return this.sealing.dropHotRows(record);
+  }
+
+  sealedRunsForSearch(
+    request: SearchDocumentsRequest,
+    beforePosition: number,
+    limit: number,
+  ): Promise<SealedRun[]> {
+    return this.sealing.sealedRunsForSearch(request, beforePosition, limit);
+  }
+
+  storageBytes(): Promise<StorageBytes> {
+    return this.sealing.storageBytes();
+  }
+
+  knowsSegment(name: string): Promise<boolean> {
+    return this.sealing.knowsSegment(name);
   }
 
   // ---- runs ------------------------------------------------------------------------------
@@ -544,6 +613,7 @@ export class SqliteStore implements Store, LeaseStore {
     );
     this.write_.setFirstSeq.run(tombstone!, row.stream_id);
     this.search.forget(row.stream_id, tombstone!);
+    this.sealing.forgetRun(row.stream_id, row.position);
     this.write_.deleteRun.run(pipeline, runId);
     this.write_.forgetPipelineRun.run(pipeline, pipeline);
     this.write_.dropEmptyPipeline.run(pipeline);
@@ -576,8 +646,8 @@ export class SqliteStore implements Store, LeaseStore {
     }
   }
 
-  private async removeDocuments(position: number): Promise<void> {
-    while (await this.write(() => this.search.removeRun(position))) {
+  private async removeDocuments(position: number, beforeId?: number): Promise<void> {
+    while (await this.write(() => this.search.removeRun(position, beforeId))) {
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

@@ -1,0 +1,364 @@
+import { crc32 } from 'node:zlib';
+import type { EntryRow } from './entry-row.js';
+import { buildFilter, filterBitsFor } from './trigram-filter.js';
+import { decompress } from './zstd.js';
+import type { Compressor } from './zstd.js';
+
+/**
+ * The sealed segment file (docs/STORAGE.md, "Sealed segments"). A segment holds consecutive
+ * entries of one stream, in blocks of whole entries (~1 MB of text each, so whole lines: a log
+ * entry ends where its append did), each compressed with zstd on its own so any block is read
+ * alone. After the blocks come their search filters, then a compressed footer that says where
+ * each block is and what it holds, then a fixed trailer:
+ *
+ *   block 0 … block n-1 | filter 0 … filter n-1 | footer (zstd JSON) | trailer (16 bytes)
+ *
+ * trailer = "TWSEG001" | footer length (u32 LE) | CRC-32 of the footer (u32 LE)
+ *
+ * A block, decompressed, is its columns as JSON (length-prefixed) followed by the entries'
+ * bodies (log text or event data, UTF-8) end to end. Log offsets and line numbers are not
+ * stored per entry: they follow from the block's first offset and line and the bodies.
+ */
+
+export const SEGMENT_MAGIC = 'TWSEG001';
+const TRAILER_BYTES = 16;
+
+/** A search document of the sealed run (search-documents.ts), without its text. */
+export interface SealedDocument {
+  id: number;
+  kind: 'log' | 'event';
+  seq: number | null;
+  line: number | null;
+  offset: number | null;
+  lineOffset: number | null;
+  column: number | null;
+  /** A log document's length in UTF-8 bytes of the log (0 for an event's). */
+  bytes: number;
+}
+
+export interface BlockInfo {
+  firstSeq: number;
+  lastSeq: number;
+  /** Byte offset in the log of the block's first log text, and its bytes of log text. */
+  logOffset: number;
+  logBytes: number;
+  /** Line feeds in the log before the block, and within it. */
+  logLine: number;
+  logLines: number;
+  /** Entries of log text, and of each other kind. */
+  logEntries: number;
+  kinds: Record<string, number>;
+  /** Entries with a producer id (a lookup by id skips a block with none). */
+  ids: number;
+  /** Where its compressed bytes are in the segment, their CRC-32, and the size decompressed. */
+  at: number;
+  length: number;
+  crc: number;
+  rawLength: number;
+  /** Its filter: where in the segment, and its size in bits. */
+  filterAt: number;
+  filterBits: number;
+  /** The search documents that start in it, by id. */
+  docs: SealedDocument[];
+}
+
+export interface SegmentFooter {
+  version: 1;
+  firstSeq: number;
+  lastSeq: number;
+  /** Bytes of entry bodies, as the hot store held them. */
+  rawBytes: number;
+  blocks: BlockInfo[];
+}
+
+/** A block read back: its rows as the hot store held them, and each log row's line. */
+export interface DecodedBlock {
+  info: BlockInfo;
+  rows: EntryRow[];
+  /** Line feeds in the log before each row (meaningful for log rows). */
+  lines: number[];
+}
+
+/** A segment that fails its checks: never answered as text. */
+export class SegmentCorrupt extends Error {}
+
+interface BlockColumns {
+  /** Times: the first absolute, then differences. */
+  t: number[];
+  k: number[];
+  kd: string[];
+  /** Whether the entry is log text (1) or not (0). */
+  g: number[];
+  /** Body lengths in UTF-8 bytes. */
+  l: number[];
+  /** Steps (0: none, else 1 + the index in sd), and the optional text columns. */
+  s?: number[];
+  sd?: string[];
+  c?: Array<string | null>;
+  p?: Array<string | null>;
+  x?: Array<string | null>;
+}
+
+export interface SegmentOptions {
+  /** Bytes of entry bodies per block before it is cut. */
+  blockBytes: number;
+  level: number;
+}
+
+export const DEFAULT_SEGMENT_OPTIONS: SegmentOptions = { blockBytes: 1024 * 1024, level: 9 };
+
+function optionalColumn(rows: readonly EntryRow[], pick: (row: EntryRow) => string | null) {
+  const values = rows.map(pick);
+  return values.every((value) => value === null) ? undefined : values;
+}
+
+function dictionary(values: readonly string[]): { dict: string[]; index: number[] } {
+  const dict: string[] = [];
+  const seen = new Map<string, number>();
+  const index = values.map((value) => {
+    let at = seen.get(value);
+    if (at === undefined) {
+      at = dict.length;
+      dict.push(value);
+      seen.set(value, at);
+    }
+    return at;
+  });
+  return { dict, index };
+}
+
+function encodeColumns(rows: readonly EntryRow[]): { raw: Buffer; bodies: Buffer[] } {
+  const bodies = rows.map((row) => Buffer.from(row.body, 'utf8'));
+  const kinds = dictionary(rows.map((row) => row.kind));
+  const columns: BlockColumns = {
+    t: rows.map((row, i) => (i === 0 ? row.time : row.time - rows[i - 1]!.time)),
+    k: kinds.index,
+    kd: kinds.dict,
+    g: rows.map((row) => (row.log_offset === null ? 0 : 1)),
+    l: bodies.map((body) => body.length),
+  };
+  if (rows.some((row) => row.step !== null)) {
+    const steps = dictionary(rows.flatMap((row) => (row.step === null ? [] : [row.step])));
+    let next = 0;
+    columns.s = rows.map((row) => (row.step === null ? 0 : 1 + steps.index[next++]!));
+    columns.sd = steps.dict;
+  }
+  const c = optionalColumn(rows, (row) => row.correlation_id);
+  const p = optionalColumn(rows, (row) => row.producer_id);
+  const x = optionalColumn(rows, (row) => row.extra);
+  if (c) columns.c = c;
+  if (p) columns.p = p;
+  if (x) columns.x = x;
+  const json = Buffer.from(JSON.stringify(columns), 'utf8');
+  const prefix = Buffer.alloc(4);
+  prefix.writeUInt32LE(json.length);
+  return { raw: Buffer.concat([prefix, json, ...bodies]), bodies };
+}
+
+function countFeeds(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count += 1;
+  return count;
+}
+
+export interface SegmentInput {
+  /** Consecutive entries of one stream, in seq order. */
+  rows: readonly EntryRow[];
+  /** Line feeds in the log before the first row. */
+  logLine: number;
+  /** The log offset the segment's text starts at (the first log row's, or where it would be). */
+  logOffset: number;
+  /** The run's search documents that start within these rows. */
+  docs: readonly SealedDocument[];
+  /** The text of a document (a log document may run on past the segment's end). */
+  textOf(doc: SealedDocument): string;
+}
+
+/** Cuts rows into blocks of about `blockBytes` of bodies, never inside an entry. */
+function cutBlocks(rows: readonly EntryRow[], blockBytes: number): EntryRow[][] {
+  const blocks: EntryRow[][] = [];
+  let current: EntryRow[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    current.push(row);
+    // Length in UTF-16 units: close enough to cut by, and free.
+    bytes += row.body.length;
+    if (bytes >= blockBytes) {
+      blocks.push(current);
+      current = [];
+      bytes = 0;
+    }
+  }
+  if (current.length > 0) blocks.push(current);
+  return blocks;
+}
+
+/** Which block a document starts in: by its byte offset (log) or its seq (event). */
+function blockOfDocument(doc: SealedDocument, infos: readonly BlockInfo[]): number {
+  let lo = 0;
+  let hi = infos.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    const info = infos[mid]!;
+    const starts = doc.kind === 'log' ? doc.offset! >= info.logOffset : doc.seq! >= info.firstSeq;
+    if (starts) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** Builds a segment file. */
+export async function buildSegment(
+  input: SegmentInput,
+  options: SegmentOptions,
+  compressor: Compressor,
+): Promise<{ file: Buffer; footer: SegmentFooter }> {
+  const parts: Buffer[] = [];
+  const infos: BlockInfo[] = [];
+  let at = 0;
+  let logOffset = input.logOffset;
+  let logLine = input.logLine;
+  let rawBytes = 0;
+  const blocks = cutBlocks(input.rows, options.blockBytes);
+  for (const rows of blocks) {
+    const { raw, bodies } = encodeColumns(rows);
+    const compressed = await compressor.compress(raw, options.level);
+    const kinds: Record<string, number> = {};
+    let logBytes = 0;
+    let logLines = 0;
+    let logEntries = 0;
+    rows.forEach((row, i) => {
+      rawBytes += bodies[i]!.length;
+      if (row.log_offset === null) {
+        kinds[row.kind] = (kinds[row.kind] ?? 0) + 1;
+      } else {
+        if (row.log_offset !== logOffset + logBytes) {
+          throw new Error(`seal: log offsets are not contiguous at seq ${row.seq}`);
+        }
+        logEntries += 1;
+        logBytes += bodies[i]!.length;
+        logLines += countFeeds(row.body);
+      }
+    });
+    infos.push({
+      firstSeq: rows[0]!.seq,
+      lastSeq: rows.at(-1)!.seq,
+      logOffset,
+      logBytes,
+      logLine,
+      logLines,
+      logEntries,
+      kinds,
+      ids: rows.filter((row) => row.producer_id !== null).length,
+      at,
+      length: compressed.length,
+      crc: crc32(compressed),
+      rawLength: raw.length,
+      filterAt: 0,
+      filterBits: filterBitsFor(compressed.length),
+      docs: [],
+    });
+    parts.push(compressed);
+    at += compressed.length;
+    logOffset += logBytes;
+    logLine += logLines;
+  }
+  for (const doc of input.docs) infos[blockOfDocument(doc, infos)]?.docs.push(doc);
+  for (const info of infos) {
+    info.docs.sort((a, b) => a.id - b.id);
+    const filter = buildFilter(
+      info.docs.map((doc) => input.textOf(doc)),
+      info.filterBits,
+    );
+    info.filterAt = at;
+    parts.push(Buffer.from(filter.buffer, filter.byteOffset, filter.byteLength));
+    at += filter.byteLength;
+  }
+  const footer: SegmentFooter = {
+    version: 1,
+    firstSeq: infos[0]?.firstSeq ?? 0,
+    lastSeq: infos.at(-1)?.lastSeq ?? 0,
+    rawBytes,
+    blocks: infos,
+  };
+  const compressedFooter = await compressor.compress(Buffer.from(JSON.stringify(footer)), 19);
+  const trailer = Buffer.alloc(TRAILER_BYTES);
+  trailer.write(SEGMENT_MAGIC, 0, 'latin1');
+  trailer.writeUInt32LE(compressedFooter.length, 8);
+  trailer.writeUInt32LE(crc32(compressedFooter), 12);
+  parts.push(compressedFooter, trailer);
+  const file = Buffer.concat(parts);
+  return { file, footer };
+}
+
+/** Reads the trailer's footer location: the bytes to read from the end of the file. */
+export function parseTrailer(trailer: Uint8Array): { footerLength: number; crc: number } {
+  const bytes = Buffer.from(trailer.buffer, trailer.byteOffset, trailer.byteLength);
+  if (bytes.length !== TRAILER_BYTES || bytes.toString('latin1', 0, 8) !== SEGMENT_MAGIC) {
+    throw new SegmentCorrupt('not a sealed segment (its trailer is missing or wrong)');
+  }
+  return { footerLength: bytes.readUInt32LE(8), crc: bytes.readUInt32LE(12) };
+}
+
+export const SEGMENT_TRAILER_BYTES = TRAILER_BYTES;
+
+export function parseFooter(compressed: Uint8Array, crc: number): SegmentFooter {
+  if (crc32(compressed) !== crc) throw new SegmentCorrupt('its footer fails its checksum');
+  let footer: SegmentFooter;
+  try {
+    footer = JSON.parse(decompress(compressed).toString('utf8')) as SegmentFooter;
+  } catch {
+    throw new SegmentCorrupt('its footer does not decompress');
+  }
+  if (footer.version !== 1) throw new SegmentCorrupt(`unknown version ${String(footer.version)}`);
+  return footer;
+}
+
+/** Decodes a block from its compressed bytes, checked against its footer entry. */
+export function decodeBlock(info: BlockInfo, compressed: Uint8Array): DecodedBlock {
+  if (compressed.length !== info.length || crc32(compressed) !== info.crc) {
+    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} fails its checksum`);
+  }
+  let raw: Buffer;
+  try {
+    raw = decompress(compressed);
+  } catch {
+    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} does not decompress`);
+  }
+  const jsonLength = raw.readUInt32LE(0);
+  const columns = JSON.parse(raw.toString('utf8', 4, 4 + jsonLength)) as BlockColumns;
+  const rows: EntryRow[] = [];
+  const lines: number[] = [];
+  let at = 4 + jsonLength;
+  let time = 0;
+  let offset = info.logOffset;
+  let line = info.logLine;
+  for (let i = 0; i < columns.t.length; i += 1) {
+    time = i === 0 ? columns.t[0]! : time + columns.t[i]!;
+    const length = columns.l[i]!;
+    const body = raw.toString('utf8', at, at + length);
+    at += length;
+    const isLog = columns.g[i] === 1;
+    const step = columns.s?.[i] ?? 0;
+    rows.push({
+      seq: info.firstSeq + i,
+      time,
+      kind: columns.kd[columns.k[i]!]!,
+      step: step === 0 ? null : columns.sd![step - 1]!,
+      correlation_id: columns.c?.[i] ?? null,
+      producer_id: columns.p?.[i] ?? null,
+      log_offset: isLog ? offset : null,
+      body,
+      extra: columns.x?.[i] ?? null,
+    });
+    lines.push(line);
+    if (isLog) {
+      offset += length;
+      line += countFeeds(body);
+    }
+  }
+  if (rows.length !== info.lastSeq - info.firstSeq + 1 || at !== raw.length) {
+    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} is not whole`);
+  }
+  return { info, rows, lines };
+}
