@@ -4,6 +4,8 @@
 #   ActiveMQ with STOMP on 127.0.0.1:61613 (the STOMP source's tests)
 #   Redis on 127.0.0.1:6379, no persistence (the Redis bus's tests)
 #   PostgreSQL on 127.0.0.1:5432, user postgres, trust (the PostgreSQL store's tests)
+#   S3-compatible storage on 127.0.0.1:4569, bucket tailwater-test (s3rver, from npm: the
+#   S3 segment store's tests)
 # and installs Chromium (/usr/bin/chromium) for the dashboard's browser tests (playwright-core).
 # Recipe and pitfalls: docs/SERVICES.md.
 set -euo pipefail
@@ -12,6 +14,9 @@ STOMP_PORT=61613
 INSTANCE=/etc/activemq/instances-available/main
 REDIS_PORT=6379
 REDIS_DIR=/var/lib/tailwater-redis
+S3_PORT=4569
+S3_DIR=/var/lib/tailwater-s3
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -155,7 +160,18 @@ ensure_chromium() {
   [ -x /usr/bin/chromium ] || { echo "services: /usr/bin/chromium is missing" >&2; return 1; }
 }
 
+# S3 (the sealed segments' object storage): s3rver, a devDependency, so nothing to install.
+# Its data directory is emptied at each start: only tests write to it.
+start_s3() {
+  if port_open "$S3_PORT"; then return 0; fi
+  rm -rf "$S3_DIR" && mkdir -p "$S3_DIR/data"
+  setsid nohup node "$ROOT/node_modules/s3rver/bin/s3rver.js" -d "$S3_DIR/data" -a 127.0.0.1 \
+    -p "$S3_PORT" --silent --configure-bucket tailwater-test >"$S3_DIR/s3rver.log" 2>&1 </dev/null &
+  wait_for_port "$S3_PORT" 30 s3rver "$S3_DIR/s3rver.log"
+}
+
 ensure_chromium
+start_s3
 start_activemq
 start_redis
 start_postgres

@@ -106,6 +106,21 @@ export const settingsSchema = z.strictObject({
    */
   searchIndexSeconds: seconds.positive().default(0.5),
 
+  // Sealed history (docs/STORAGE.md, "Sealed segments")
+  /**
+   * Where sealed segments are kept: `dir:<path>` (default: `segments` under the data
+   * directory), `s3://bucket/prefix` (S3 or any S3-compatible storage), or `off` to keep every
+   * run in the hot store. On PostgreSQL every replica must reach the same segments: S3.
+   */
+  segments: z.string().default(''),
+  /** An S3-compatible server's URL (MinIO, Ceph, R2…); empty: AWS S3 itself. */
+  s3Endpoint: z.string().default(''),
+  s3Region: z.string().default('us-east-1'),
+  /** How long after a run ends it is sealed (late appends and viewers of its end read it hot). */
+  sealAfterSeconds: seconds.default(60),
+  /** zstd level of sealed blocks (1–19): 9 is about 0.08 × the text of typical logs. */
+  sealLevel: z.number().int().min(1).max(19).default(9),
+
   // Streaming engine
   heartbeatSeconds: seconds.positive().default(25),
   pollSeconds: seconds.positive().default(2),

@@ -221,9 +221,8 @@ export class SqliteSealCatalog {
 
   recordSegment(record: Omit<SegmentRecord, 'hotDropped'>): Promise<boolean> {
     const position = record.position;
-    // eslint-disable-next-line require-yield -- one step, nothing to pause between
-    return this.write(
-      function* (this: SqliteSealCatalog) {
+    return this.write(() =>
+      oneStep(() => {
         const stream = this.w.stream.get(record.streamId);
         // The entries must be the next to seal of a run that still exists.
         if (!stream || !this.w.runAt.get(position, record.streamId)) return false;
@@ -247,7 +246,7 @@ export class SqliteSealCatalog {
         this.w.sealedTo.run(r.lastSeq, r.streamId);
         this.w.noteRun.run(position, r.streamId);
         return true;
-      }.bind(this),
+      }),
     );
   }
 
@@ -264,12 +263,7 @@ export class SqliteSealCatalog {
     if (record.lastDocumentId !== undefined) {
       await this.removeDocuments(record.position, record.lastDocumentId + 1);
     }
-    // eslint-disable-next-line require-yield -- one step, nothing to pause between
-    await this.write(
-      function* (this: SqliteSealCatalog) {
-        this.w.dropped.run(record.name);
-      }.bind(this),
-    );
+    await this.write(() => oneStep(() => this.w.dropped.run(record.name)));
   }
 
   /** Inside the run's deletion: its segments are no longer its stream's (their files go after). */
