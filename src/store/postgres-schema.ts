@@ -178,6 +178,38 @@ UPDATE streams s SET log_lines = coalesce((SELECT sum(${FEEDS}) FROM entries e
 CREATE INDEX entries_log_line ON entries (stream_id, log_line, seq) WHERE log_offset IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'sealed segments',
+    sql: `
+-- Sealed history (docs/STORAGE.md, "Sealed segments"; postgres-seal-catalog.ts): how far each
+-- stream is sealed, a row per segment (its file is in shared object storage), and the runs
+-- that have any, by position, for search.
+ALTER TABLE streams ADD COLUMN sealed_seq bigint NOT NULL DEFAULT 0;
+CREATE INDEX streams_to_seal ON streams (id) WHERE type = 'run' AND sealed_seq < last_seq;
+CREATE TABLE segments (
+  stream_id     bigint NOT NULL,
+  position      bigint NOT NULL,
+  first_seq     bigint NOT NULL,
+  last_seq      bigint NOT NULL,
+  name          text COLLATE "C" NOT NULL UNIQUE,
+  log_offset    bigint NOT NULL,
+  log_end       bigint NOT NULL,
+  log_lines_end bigint NOT NULL,
+  last_doc_id   bigint,
+  bytes         bigint NOT NULL,
+  raw_bytes     bigint NOT NULL,
+  sealed_at     bigint NOT NULL,
+  hot_dropped   boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (stream_id, first_seq)
+);
+CREATE INDEX segments_to_drop ON segments (sealed_at) WHERE NOT hot_dropped;
+CREATE TABLE sealed_runs (
+  position  bigint PRIMARY KEY,
+  stream_id bigint NOT NULL
+);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -11,6 +11,9 @@ import { describeStream, runKey, streamId, topicKey } from '../model/stream-key.
 import type { Lease, LeaseStore } from './lease.js';
 import { tryPostgresLease } from './postgres-lease.js';
 import { PostgresSearch } from './postgres-search.js';
+import { PostgresSealCatalog } from './postgres-seal-catalog.js';
+import type { RunToSeal, SealCatalog, SealRow, SealedRun, SegmentRecord } from './seal-catalog.js';
+import type { SealedDocument } from './segment-format.js';
 import type { Migration } from './postgres-schema.js';
 import {
   LOCK_NAMESPACE,
@@ -64,6 +67,7 @@ import type {
   SearchDocumentsRequest,
   SearchIndexStatus,
   Store,
+  StorageBytes,
   StreamBounds,
   TrimPolicy,
   TrimResult,
@@ -302,11 +306,15 @@ function named(name: keyof typeof SQL, values: unknown[]): QueryConfig {
  *
  * Open one with `PostgresStore.open(url)`: it connects and applies the migrations.
  */
-export class PostgresStore implements Store, LeaseStore {
+export class PostgresStore implements Store, LeaseStore, SealCatalog {
   private closed = false;
   /** Per stream (streamId), the end of this process's last write to it. */
   private readonly writing = new Map<string, Promise<void>>();
   private readonly search = new PostgresSearch({
+    rows: (config) => this.rows(config),
+    withClient: (body) => this.withClient(body),
+  });
+  private readonly sealing = new PostgresSealCatalog({
     rows: (config) => this.rows(config),
     withClient: (body) => this.withClient(body),
   });
@@ -569,6 +577,7 @@ export class PostgresStore implements Store, LeaseStore {
         { kind: 'status', body: tombstoneBody(run), isLog: false },
       ]);
       await tx.rows(named('buryStream', [stream.id, tombstone!]));
+      await this.sealing.forgetRun(tx, stream.id, row.position);
       await tx.rows(named('deleteRun', [pipeline, runId]));
       await tx.rows(named('forgetPipelineRun', [pipeline]));
       await tx.rows(named('dropEmptyPipeline', [pipeline]));
@@ -894,6 +903,53 @@ export class PostgresStore implements Store, LeaseStore {
   }
 
   /** One holder among every server on this database (postgres-lease.ts). */
+  // ---- sealed history (seal-catalog.ts) ---------------------------------------------------
+
+  runsToSeal(limit: number, endedBefore: number): Promise<RunToSeal[]> {
+    return this.sealing.runsToSeal(limit, endedBefore);
+  }
+
+  rowsToSeal(sid: number, afterSeq: number, limit: number): Promise<SealRow[]> {
+    return this.sealing.rowsToSeal(sid, afterSeq, limit);
+  }
+
+  documentsToSeal(fromId: number, toId: number): Promise<SealedDocument[]> {
+    return this.sealing.documentsToSeal(fromId, toId);
+  }
+
+  recordSegment(record: Omit<SegmentRecord, 'hotDropped'>): Promise<boolean> {
+    return this.sealing.recordSegment(record);
+  }
+
+  segmentsOf(key: StreamKey): Promise<SegmentRecord[]> {
+    if (hasNulInKey(key)) return Promise.resolve([]);
+    return this.sealing.segmentsOf(key);
+  }
+
+  segmentsToDrop(sealedBefore: number, limit: number): Promise<SegmentRecord[]> {
+    return this.sealing.segmentsToDrop(sealedBefore, limit);
+  }
+
+  dropHotRows(record: SegmentRecord): Promise<void> {
+    return this.sealing.dropHotRows(record);
+  }
+
+  sealedRunsForSearch(
+    request: SearchDocumentsRequest,
+    beforePosition: number,
+    limit: number,
+  ): Promise<SealedRun[]> {
+    return this.sealing.sealedRunsForSearch(request, beforePosition, limit);
+  }
+
+  storageBytes(): Promise<StorageBytes> {
+    return this.sealing.storageBytes();
+  }
+
+  knowsSegment(name: string): Promise<boolean> {
+    return this.sealing.knowsSegment(name);
+  }
+
   async tryLease(name: string): Promise<Lease | undefined> {
     this.checkOpen();
     try {

@@ -2,7 +2,7 @@ import type { RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import type { EntryRow } from './entry-row.js';
 import type { SealedDocument } from './segment-format.js';
-import type { SearchDocumentsRequest } from './store.js';
+import type { SearchDocumentsRequest, StorageBytes } from './store.js';
 
 /**
  * What a store keeps of sealed history (docs/STORAGE.md, "Sealed segments"): which entries of
@@ -58,15 +58,6 @@ export interface SealedRun {
   createdAt: number;
 }
 
-export interface StorageBytes {
-  /** Bytes of log text in the hot store, and of the entries sealed (as the hot store held them). */
-  hotLogBytes: number;
-  sealedRawBytes: number;
-  /** Bytes of segment files, and how many. */
-  sealedBytes: number;
-  segments: number;
-}
-
 export interface SealCatalog {
   /** Finished runs ended before `endedBefore`, fully indexed, with entries not yet sealed. */
   runsToSeal(limit: number, endedBefore: number): Promise<RunToSeal[]>;
@@ -97,7 +88,6 @@ export interface SealCatalog {
     beforePosition: number,
     limit: number,
   ): Promise<SealedRun[]>;
-  storageBytes(): Promise<StorageBytes>;
   /** Whether a segment of this name is recorded (a sweep removes files no record names). */
   knowsSegment(name: string): Promise<boolean>;
 }

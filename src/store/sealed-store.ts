@@ -8,7 +8,7 @@ import type { EntryRow } from './entry-row.js';
 import type { Lease, LeaseStore } from './lease.js';
 import { canLease } from './lease.js';
 import { lineStart } from './rules.js';
-import type { SealCatalog, StorageBytes } from './seal-catalog.js';
+import type { SealCatalog } from './seal-catalog.js';
 import { SealedSearch } from './sealed-search.js';
 import { Sealer } from './sealer.js';
 import type { SealerOptions } from './sealer.js';
@@ -36,6 +36,7 @@ import type {
   SearchDocumentsRequest,
   SearchIndexStatus,
   Store,
+  StorageBytes,
   StreamBounds,
   TrimPolicy,
   TrimResult,

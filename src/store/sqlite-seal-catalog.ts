@@ -2,11 +2,11 @@ import type Database from 'better-sqlite3';
 import type { RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { streamId } from '../model/stream-key.js';
-import type { RunToSeal, SealRow, SealedRun, SegmentRecord, StorageBytes } from './seal-catalog.js';
+import type { RunToSeal, SealRow, SealedRun, SegmentRecord } from './seal-catalog.js';
 import type { SealedDocument } from './segment-format.js';
 import { DOCUMENTS_PER_RUN, documentId } from './search-documents.js';
 import { globToSqliteGlob } from './search-sql.js';
-import type { SearchDocumentsRequest } from './store.js';
+import type { SearchDocumentsRequest, StorageBytes } from './store.js';
 
 /**
  * The SQLite store's catalog of sealed segments (seal-catalog.ts). `streams.sealed_seq` is how

@@ -22,7 +22,6 @@ import type {
   SealRow,
   SealedRun,
   SegmentRecord,
-  StorageBytes,
 } from './seal-catalog.js';
 import type { SealedDocument } from './segment-format.js';
 import type {
@@ -44,6 +43,7 @@ import type {
   SearchDocumentsRequest,
   SearchIndexStatus,
   Store,
+  StorageBytes,
   StreamBounds,
   TrimPolicy,
   TrimResult,

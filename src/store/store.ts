@@ -148,6 +148,16 @@ export interface PipelineStats {
   logBytes: number;
 }
 
+/** Where the history's bytes are (`tailwater stats`, /metrics; docs/STORAGE.md). */
+export interface StorageBytes {
+  /** Bytes of log text in the hot store (not yet sealed). */
+  hotLogBytes: number;
+  /** Bytes of entries sealed, as the hot store held them, and of the segment files. */
+  sealedRawBytes: number;
+  sealedBytes: number;
+  segments: number;
+}
+
 /** What the search index holds of a run: its log in documents of whole lines, and its events. */
 export type SearchKind = 'log' | 'event';
 
@@ -241,6 +251,8 @@ export interface Store {
    * Malformed cursors are TW_BAD_CURSOR.
    */
   listPipelines(page: ListPipelinesRequest): Promise<Page<PipelineSummary>>;
+  /** Hot and sealed bytes of the whole history (a few indexed sums). */
+  storageBytes(): Promise<StorageBytes>;
   /** Runs and log bytes per pipeline, by FQN, a page at a time (one indexed query per page). */
   pipelineStats(page: PageRequest): Promise<Page<PipelineStats>>;
   /** The FQN of the pipeline whose id (`PipelineSummary.id`) this is. */
