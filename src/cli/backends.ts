@@ -4,6 +4,11 @@ import { MemoryBus } from '../bus/memory.js';
 import type { Settings } from '../model/settings.js';
 import { SettingsError } from '../model/settings.js';
 import type { Store } from '../store/store.js';
+import { isSealCatalog } from '../store/seal-catalog.js';
+import { DEFAULT_SEALED_STORE_OPTIONS, SealedStore } from '../store/sealed-store.js';
+import type { SealerOptions } from '../store/sealer.js';
+import type { SegmentStore } from '../store/segment-store.js';
+import { LocalSegmentStore } from '../store/segment-store.js';
 
 /**
  * The store and the bus a server runs on, named by URL (docs/CONFIGURATION.md). Each scheme
@@ -64,7 +69,61 @@ export async function openStore(settings: Settings): Promise<Store> {
       `store: "${redact(spec)}" is not a store this build opens (use sqlite:<path> or postgres://user@host:port/db).`,
     );
   }
-  return open(spec, settings);
+  const hot = await open(spec, settings);
+  const where = segmentsSpec(settings);
+  if (where === 'off' || !isSealCatalog(hot)) return hot;
+  try {
+    return new SealedStore(hot, await openSegments(where, settings), {
+      ...DEFAULT_SEALED_STORE_OPTIONS,
+      settleMs: settings.sealAfterSeconds * 1000,
+      graceMs: settings.sealGraceSeconds * 1000,
+      level: settings.sealLevel,
+      onStep: sealFailpoint(),
+    });
+  } catch (error) {
+    await hot.close();
+    throw error;
+  }
+}
+
+/**
+ * A failpoint for the crash tests (test/e2e/sealed-crash.test.ts): with
+ * TAILWATER_FAILPOINT_SEAL=<step> the process kills itself with SIGKILL right after that step
+ * of sealing (read, written, verified, recorded, dropped), as a crash there would stop it.
+ */
+function sealFailpoint(): SealerOptions['onStep'] {
+  const step = process.env['TAILWATER_FAILPOINT_SEAL'];
+  if (!step) return undefined;
+  return (done) => {
+    if (done === step) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+/**
+ * Where sealed segments go (docs/STORAGE.md): as set, or under the data directory for SQLite.
+ * On PostgreSQL a fleet's replicas must share them, so there is no default: set an s3:// URL
+ * (or `dir:` for a single server).
+ */
+export function segmentsSpec(settings: Settings): string {
+  if (settings.segments !== '') return settings.segments;
+  return schemeOf(storeSpec(settings)) === 'sqlite'
+    ? `dir:${resolve(settings.data, 'segments')}`
+    : 'off';
+}
+
+async function openSegments(spec: string, settings: Settings): Promise<SegmentStore> {
+  if (spec.startsWith('dir:')) return new LocalSegmentStore(resolve(spec.slice('dir:'.length)));
+  if (spec.startsWith('s3://')) {
+    const { S3SegmentStore } = await import('../store/s3-segments.js');
+    return new S3SegmentStore({
+      url: spec,
+      endpoint: settings.s3Endpoint || undefined,
+      region: settings.s3Region,
+    });
+  }
+  throw new SettingsError(
+    `segments: "${spec}" is not a place for segments (use dir:<path>, s3://bucket/prefix or off).`,
+  );
 }
 
 /** Opens the bus `settings.bus` names (the in-process one by default). */

@@ -9,6 +9,8 @@ import type { SourceConfig } from '../sources/config.js';
 import { StompSource } from '../sources/stomp.js';
 import { RetentionLoop } from '../store/retention.js';
 import { SearchIndexer } from '../engine/search-indexer.js';
+import { SealLoop } from '../engine/seal-loop.js';
+import { SealedStore } from '../store/sealed-store.js';
 import { Leadership } from '../engine/leader.js';
 import type { LedTask } from '../engine/leader.js';
 import { canLease } from '../store/lease.js';
@@ -106,6 +108,13 @@ export async function startServer(
     intervalSeconds: settings.searchIndexSeconds,
     onError: (error) => app.log.error({ err: error }, 'search indexing failed'),
   });
+  const sealing =
+    store instanceof SealedStore
+      ? new SealLoop(store, {
+          intervalSeconds: 1,
+          onError: (error) => app.log.error({ err: error }, 'sealing failed'),
+        })
+      : undefined;
   const led = [
     ...sources.map((source) => ({ name: `source:${source.name}`, task: source })),
     {
@@ -114,6 +123,9 @@ export async function startServer(
     },
     // One indexer per fleet: the index is in the shared store.
     { name: 'search-index', task: indexer },
+    // One sealer per fleet: two would seal the same runs twice over (the catalog refuses the
+    // second record, but the work is done twice).
+    ...(sealing ? [{ name: 'seal', task: sealing }] : []),
   ].map(({ name, task }) =>
     canLease(store) ? new Leadership(store, name, task, LEASE_RETRY_MS, info) : runAlways(task),
   );

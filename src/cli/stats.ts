@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { PipelineStats } from '../client/http-client.js';
+import type { PipelineStats, StorageStats } from '../client/http-client.js';
 import { formatBytes } from '../model/format.js';
 import type { ClientFlags } from './client-options.js';
 import { addClientOptions, clientFrom } from './client-options.js';
@@ -15,10 +15,24 @@ export function statsCommand(program: Command): void {
     .description('Show how many runs, and how many bytes of log, each pipeline keeps.')
     .option('--json', "print the server's JSON answer as it is");
   addClientOptions(command).action(async (flags: StatsFlags) => {
-    const pipelines = await clientFrom(flags).pipelineStats();
-    if (flags.json) process.stdout.write(`${JSON.stringify({ pipelines })}\n`);
-    else process.stdout.write(statsTable(pipelines));
+    const stats = await clientFrom(flags).stats();
+    if (flags.json) process.stdout.write(`${JSON.stringify(stats)}\n`);
+    else process.stdout.write(statsTable(stats.pipelines) + storageLines(stats.storage));
   });
+}
+
+/** Where the history is kept: hot, and sealed with what it costs on disk (admin tokens). */
+export function storageLines(storage: StorageStats | undefined): string {
+  if (!storage) return '';
+  const ratio =
+    storage.sealedRawBytes > 0
+      ? ` (${(storage.sealedBytes / storage.sealedRawBytes).toFixed(3)} ×)`
+      : '';
+  return (
+    `\nHot (not yet sealed): ${formatBytes(storage.hotLogBytes)} of log\n` +
+    `Sealed: ${formatBytes(storage.sealedRawBytes)} in ${storage.segments} segments, ` +
+    `${formatBytes(storage.sealedBytes)} stored${ratio}\n`
+  );
 }
 
 export function statsTable(pipelines: readonly PipelineStats[]): string {

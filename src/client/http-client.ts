@@ -52,6 +52,14 @@ export interface PipelineStats {
   logBytes: number;
 }
 
+/** Where the history's bytes are (`GET /api/v1/stats`, admin tokens; docs/STORAGE.md). */
+export interface StorageStats {
+  hotLogBytes: number;
+  sealedRawBytes: number;
+  sealedBytes: number;
+  segments: number;
+}
+
 export interface SearchOptions {
   regex?: boolean | undefined;
   /** A glob over pipeline FQNs (`etl.*`). */
@@ -133,18 +141,26 @@ export class TailwaterClient {
 
   /** Runs and log bytes of every pipeline the token may read, page after page. */
   async pipelineStats(): Promise<PipelineStats[]> {
+    return (await this.stats()).pipelines;
+  }
+
+  /** Every page of the statistics, and the storage figures (given to admin tokens). */
+  async stats(): Promise<{ pipelines: PipelineStats[]; storage?: StorageStats }> {
     const pipelines: PipelineStats[] = [];
+    let storage: StorageStats | undefined;
     let after: string | undefined;
     do {
       const query = `?limit=1000${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
-      const page = await this.request<{ pipelines: PipelineStats[]; next?: string }>(
-        'GET',
-        `/api/v1/stats${query}`,
-      );
+      const page = await this.request<{
+        pipelines: PipelineStats[];
+        storage?: StorageStats;
+        next?: string;
+      }>('GET', `/api/v1/stats${query}`);
       pipelines.push(...page.pipelines);
+      storage ??= page.storage;
       after = page.next;
     } while (after !== undefined);
-    return pipelines;
+    return storage === undefined ? { pipelines } : { pipelines, storage };
   }
 
   async listRuns(

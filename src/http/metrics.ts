@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { PipelineStats, SearchIndexStatus } from '../store/store.js';
+import type { PipelineStats, SearchIndexStatus, StorageBytes } from '../store/store.js';
 import { z } from 'zod';
 import type { AppDeps } from './deps.js';
 import type { OtlpStats } from './otlp-stats.js';
@@ -166,6 +166,42 @@ export async function metricsRoutes(
     'Bytes of log text its runs hold, per pipeline.',
     (item) => item.logBytes,
   );
+
+  // Where the history is kept (docs/STORAGE.md), read at most every 30 s like the above.
+  let storage: { at: number; bytes: Promise<StorageBytes> } | undefined;
+  const storageBytes = (): Promise<StorageBytes> => {
+    if (!storage || Date.now() - storage.at >= 30_000) {
+      storage = { at: Date.now(), bytes: store.storageBytes() };
+      storage.bytes.catch(() => (storage = undefined));
+    }
+    return storage.bytes;
+  };
+  const storageGauge = (name: string, help: string, read: (bytes: StorageBytes) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const bytes = await storageBytes().catch(() => undefined);
+        if (bytes) this.set(read(bytes));
+      },
+    });
+  storageGauge(
+    'tailwater_storage_hot_log_bytes',
+    'Log text in the hot store, not yet sealed.',
+    (b) => b.hotLogBytes,
+  );
+  storageGauge(
+    'tailwater_storage_sealed_raw_bytes',
+    'Entries sealed into segments, as the hot store held them.',
+    (b) => b.sealedRawBytes,
+  );
+  storageGauge(
+    'tailwater_storage_sealed_bytes',
+    'Bytes of the segment files.',
+    (b) => b.sealedBytes,
+  );
+  storageGauge('tailwater_storage_segments', 'Sealed segments.', (b) => b.segments);
 
   const blocks = new LoopBlockWatch();
   app.addHook('onClose', async () => blocks.stop());

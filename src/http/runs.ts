@@ -226,7 +226,13 @@ export async function runRoutes(
     const page = pageParams(statsQuery, request.query as Query);
     const { items, next } = await store.pipelineStats(page);
     const pipelines = items.filter((item) => mayRead(request, pipelineResource(item.pipeline)));
-    return { pipelines, ...(next === undefined ? {} : { next }) };
+    // The whole history's bytes: the server's own business, told to admins.
+    const storage = isAdmin(request) ? await store.storageBytes() : undefined;
+    return {
+      pipelines,
+      ...(storage === undefined ? {} : { storage }),
+      ...(next === undefined ? {} : { next }),
+    };
   });
 
   const listTopics = {

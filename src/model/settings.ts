@@ -118,6 +118,11 @@ export const settingsSchema = z.strictObject({
   s3Region: z.string().default('us-east-1'),
   /** How long after a run ends it is sealed (late appends and viewers of its end read it hot). */
   sealAfterSeconds: seconds.default(60),
+  /**
+   * How long after a segment is recorded the hot rows it replaces are removed: longer than any
+   * replica caches what is sealed (1 s), so none ever reads a removed row.
+   */
+  sealGraceSeconds: seconds.min(2).default(30),
   /** zstd level of sealed blocks (1–19): 9 is about 0.08 × the text of typical logs. */
   sealLevel: z.number().int().min(1).max(19).default(9),
 

@@ -2,7 +2,7 @@ import type { RunStatus } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
 import type { EntryRow } from './entry-row.js';
 import type { SealedDocument } from './segment-format.js';
-import type { SearchDocumentsRequest, StorageBytes } from './store.js';
+import type { SearchDocumentsRequest } from './store.js';
 
 /**
  * What a store keeps of sealed history (docs/STORAGE.md, "Sealed segments"): which entries of

@@ -105,6 +105,18 @@ export const statsList = z
         })
         .meta({ id: 'PipelineStats' }),
     ),
+    storage: z
+      .object({
+        hotLogBytes: count.meta({ description: 'Log text in the hot store, not yet sealed.' }),
+        sealedRawBytes: count.meta({ description: 'Entries sealed, as the hot store held them.' }),
+        sealedBytes: count.meta({ description: 'Bytes of the segment files that hold them.' }),
+        segments: count,
+      })
+      .optional()
+      .meta({
+        id: 'StorageBytes',
+        description: 'Where the history is kept (docs/STORAGE.md); admin tokens only.',
+      }),
     next: next.optional(),
   })
   .meta({ id: 'StatsList' });
