@@ -13,6 +13,7 @@ import { benchLatency } from './latency.js';
 import { benchReplicas, missingServices } from './replicas.js';
 import { benchSearch } from './search.js';
 import { benchStoreReads } from './store-reads.js';
+import { benchStorage } from './storage.js';
 
 const benches: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
@@ -27,6 +28,7 @@ const benches: Record<string, () => Promise<void>> = {
   auth: benchAuth,
   replicas: benchReplicas,
   search: benchSearch,
+  storage: benchStorage,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {

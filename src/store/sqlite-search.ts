@@ -98,6 +98,8 @@ function writeStatements(db: Database.Database) {
       `INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', ?, ?)`,
     ),
     deleteDocument: db.prepare<[number]>('DELETE FROM search_docs WHERE id = ?'),
+    merge: db.prepare<[number]>(`INSERT INTO search_fts (search_fts, rank) VALUES ('merge', ?)`),
+    totalChanges: db.prepare<[], { n: number }>('SELECT total_changes() AS n'),
   };
 }
 
@@ -206,6 +208,19 @@ export class SqliteSearch {
       yield;
     }
     return rows.length > 0;
+  }
+
+  /**
+   * One step of merging the full-text index's segments, all levels (a negative 'merge'), as a
+   * write transaction's body; whether it did any work. Deleting an external-content document
+   * only adds a delete marker: its trigrams' space comes back when the segments holding them
+   * are merged, which this does a few hundred kilobytes at a time.
+   */
+  // eslint-disable-next-line require-yield -- one bounded statement, nothing to pause between
+  *compact(pages = 64): Steps<boolean> {
+    const before = this.w.totalChanges.get()!.n;
+    this.w.merge.run(-pages);
+    return this.w.totalChanges.get()!.n - before >= 2;
   }
 
   private stateOf(stream: StreamToIndex): IndexState {

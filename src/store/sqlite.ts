@@ -16,13 +16,7 @@ import { SCHEMA, addLogLines } from './sqlite-schema.js';
 import { globToSqliteGlob } from './search-sql.js';
 import { SEARCH_SCHEMA, SqliteSearch, addSearchColumn } from './sqlite-search.js';
 import { SEAL_SCHEMA, SqliteSealCatalog, addSealColumn } from './sqlite-seal-catalog.js';
-import type {
-  RunToSeal,
-  SealCatalog,
-  SealRow,
-  SealedRun,
-  SegmentRecord,
-} from './seal-catalog.js';
+import type { RunToSeal, SealCatalog, SealRow, SealedRun, SegmentRecord } from './seal-catalog.js';
 import type { SealedDocument } from './segment-format.js';
 import type {
   AppendEventsResult,
@@ -648,6 +642,10 @@ export class SqliteStore implements Store, LeaseStore, SealCatalog {
 
   private async removeDocuments(position: number, beforeId?: number): Promise<void> {
     while (await this.write(() => this.search.removeRun(position, beforeId))) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Then the space their trigrams held, a step at a time between other writes.
+    while (await this.write(() => this.search.compact())) {
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

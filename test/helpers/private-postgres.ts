@@ -49,15 +49,21 @@ export class PrivatePostgres {
   private readonly user = owner();
   private child: ChildProcess | undefined;
   private output = '';
+  /** Every line the server printed, when asked to keep them (bench/storage.ts). */
+  private whole: string[] | undefined;
 
-  private constructor(readonly port: number) {
+  private constructor(
+    readonly port: number,
+    private readonly extraArgs: readonly string[] = [],
+  ) {
     this.dir = mkdtempSync(join(tmpdir(), 'tailwater-pg-'));
     if (this.user) chownSync(this.dir, this.user.uid, this.user.gid);
   }
 
   /** initdb (trust, no sync) in a new temporary directory, then starts it on a free port. */
-  static async start(): Promise<PrivatePostgres> {
-    const server = new PrivatePostgres(await freePort());
+  static async start(extraArgs: readonly string[] = []): Promise<PrivatePostgres> {
+    const server = new PrivatePostgres(await freePort(), extraArgs);
+    if (extraArgs.length > 0) server.whole = [];
     try {
       execFileSync(
         join(server.bin, 'initdb'),
@@ -109,11 +115,15 @@ export class PrivatePostgres {
         ...['-D', this.data, '-p', String(this.port), '-k', this.dir],
         ...['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
         ...['-c', 'max_connections=100', '-c', 'logging_collector=off'],
+        ...this.extraArgs,
       ],
       { cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'], ...this.user },
     );
     this.child = child;
-    const collect = (chunk: Buffer) => (this.output = tail(this.output + chunk.toString()));
+    const collect = (chunk: Buffer) => {
+      this.output = tail(this.output + chunk.toString());
+      this.whole?.push(chunk.toString());
+    };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
     const deadline = Date.now() + 30_000;
@@ -157,6 +167,15 @@ export class PrivatePostgres {
 
   log(): string {
     return this.output;
+  }
+
+  /** All the server printed (started with extra arguments only). */
+  fullLog(): string {
+    return (this.whole ?? []).join('');
+  }
+
+  get binDir(): string {
+    return this.bin;
   }
 
   async dispose(): Promise<void> {
