@@ -12,6 +12,7 @@ import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
 import { benchReplicas, missingServices } from './replicas.js';
 import { benchSearch } from './search.js';
+import { benchSearchSealed } from './search-sealed.js';
 import { benchStoreReads } from './store-reads.js';
 import { benchStorage } from './storage.js';
 
@@ -28,6 +29,7 @@ const benches: Record<string, () => Promise<void>> = {
   auth: benchAuth,
   replicas: benchReplicas,
   search: benchSearch,
+  'search-sealed': benchSearchSealed,
   storage: benchStorage,
 };
 const wanted = process.argv.slice(2);

@@ -20,7 +20,7 @@ import { fmt, median, perSecond, writeSection } from './report.js';
 import type { Row } from './report.js';
 
 /** bench/ingest.ts's main log case: 1000 lines of ~65 B per append, in 64 KiB chunks. */
-const LINES_PER_APPEND = 1000;
+export const LINES_PER_APPEND = 1000;
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
 const ROUNDS = 3;
 const INDEX_INTERVAL_SECONDS = 0.5;
@@ -31,36 +31,40 @@ const LINE = (n: number) =>
 
 /** The search corpus: RUNS runs of LINES_PER_RUN lines, PIPELINES pipelines taking turns. */
 const RUNS = Number(process.env['BENCH_SEARCH_RUNS'] ?? 200);
-const LINES_PER_RUN = 10_000;
-const PIPELINES = 20;
-/** One line in each of 10 runs, spread over the corpus and its pipelines. */
-const RARE_STEP = Math.floor(RUNS / 10);
-const RARE_RUNS = new Set(Array.from({ length: 10 }, (_, k) => k * RARE_STEP + (k % RARE_STEP)));
-const RARE_LINE =
+export const LINES_PER_RUN = 10_000;
+export const PIPELINES = 20;
+/** One line in each of 10 runs of `runs`, spread over the corpus and its pipelines. */
+export function rareRuns(runs: number): Set<number> {
+  const step = Math.floor(runs / 10);
+  return new Set(Array.from({ length: 10 }, (_, k) => k * step + (k % step)));
+}
+const RARE_RUNS = rareRuns(RUNS);
+export const RARE_LINE =
   '2026-11-29T08:00:00.000Z ERROR [load] table_7: checksum mismatch in block 0x5f3a\n';
-const RARE_TEXT = 'checksum mismatch';
-const SEARCH_LIMIT = 50;
+export const RARE_TEXT = 'checksum mismatch';
+export const SEARCH_LIMIT = 50;
 const SAMPLES = 200;
 const SAMPLE_BUDGET_MS = 12_000;
 
-const pipelineOf = (run: number) => `bench.search.p${String(run % PIPELINES).padStart(2, '0')}`;
-const runIdOf = (run: number) => `run-${String(run).padStart(4, '0')}`;
+export const pipelineOf = (run: number) =>
+  `bench.search.p${String(run % PIPELINES).padStart(2, '0')}`;
+export const runIdOf = (run: number) => `run-${String(run).padStart(4, '0')}`;
 
-function text(start: number): string {
+export function text(start: number): string {
   let out = '';
   for (let i = 0; i < LINES_PER_APPEND; i += 1) out += LINE(start + i);
   return out;
 }
 
-function chunksOf(body: string): { text: string }[] {
+export function chunksOf(body: string): { text: string }[] {
   return splitLogText(body, 64 * 1024).map((t) => ({ text: t }));
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Nearest-rank percentile. */
-function percentile(values: readonly number[], p: number): number {
+export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[
@@ -68,10 +72,10 @@ function percentile(values: readonly number[], p: number): number {
   ]!;
 }
 
-const ms = (n: number) => (n >= 100 ? `${fmt(n)} ms` : `${n.toFixed(n >= 10 ? 1 : 2)} ms`);
-const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
-const pct = (n: number) => `${(n * 100).toFixed(0)} %`;
-const range = (values: readonly number[]) =>
+export const ms = (n: number) => (n >= 100 ? `${fmt(n)} ms` : `${n.toFixed(n >= 10 ? 1 : 2)} ms`);
+export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+export const pct = (n: number) => `${(n * 100).toFixed(0)} %`;
+export const range = (values: readonly number[]) =>
   `${fmt(Math.min(...values))}–${fmt(Math.max(...values))}`;
 
 /** The main thread's time on a CPU and waiting in the run queue for one, in ms (Linux). */
@@ -278,13 +282,13 @@ async function ingest(dir: string, name: string, indexer: boolean): Promise<Inge
   }
 }
 
-interface Timed {
+export interface Timed {
   p50: number;
   p99: number;
   samples: number;
 }
 
-async function timeIt(fn: () => Promise<unknown>): Promise<Timed> {
+export async function timeIt(fn: () => Promise<unknown>): Promise<Timed> {
   for (let i = 0; i < 3; i += 1) await fn();
   const times: number[] = [];
   const started = performance.now();
