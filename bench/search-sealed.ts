@@ -23,10 +23,10 @@ import {
   LINES_PER_APPEND,
   LINES_PER_RUN,
   PIPELINES,
-  RARE_LINE,
   RARE_TEXT,
   SEARCH_LIMIT,
   chunksOf,
+  corpusAppend,
   mb,
   ms,
   pct,
@@ -124,18 +124,14 @@ export async function benchSearchSealed(): Promise<void> {
     const path = join(dir, 'tailwater.db');
     const hot = new SqliteStore(path);
     const built = performance.now();
-    let n = 0;
     for (let run = 0; run < RUNS; run += 1) {
       await hot.putRun(pipelineOf(run), runIdOf(run), { status: 'running' });
       for (let a = 0; a < LINES_PER_RUN / LINES_PER_APPEND; a += 1) {
-        let body = text(n);
-        n += LINES_PER_APPEND;
-        if (a === 5 && RARE_RUNS.has(run)) {
-          const lines = body.split('\n');
-          lines[500] = RARE_LINE.slice(0, -1);
-          body = lines.join('\n');
-        }
-        await hot.appendLog(pipelineOf(run), runIdOf(run), chunksOf(body));
+        await hot.appendLog(
+          pipelineOf(run),
+          runIdOf(run),
+          chunksOf(corpusAppend(run, a, RARE_RUNS)),
+        );
       }
       await hot.putRun(pipelineOf(run), runIdOf(run), { status: 'success' });
     }

@@ -56,6 +56,15 @@ export function text(start: number): string {
   return out;
 }
 
+/** Append `a` of corpus run `run`: its lines, the rare one at line 500 of append 5 of a rare run. */
+export function corpusAppend(run: number, a: number, rare: ReadonlySet<number>): string {
+  const body = text(run * LINES_PER_RUN + a * LINES_PER_APPEND);
+  if (a !== 5 || !rare.has(run)) return body;
+  const lines = body.split('\n');
+  lines[500] = RARE_LINE.slice(0, -1);
+  return lines.join('\n');
+}
+
 export function chunksOf(body: string): { text: string }[] {
   return splitLogText(body, 64 * 1024).map((t) => ({ text: t }));
 }
@@ -389,17 +398,13 @@ export async function benchSearch(): Promise<void> {
     const path = join(dir, 'search.db');
     let store = new SqliteStore(path);
     const appendStarted = performance.now();
-    let n = 0;
     for (let run = 0; run < RUNS; run += 1) {
       for (let a = 0; a < LINES_PER_RUN / LINES_PER_APPEND; a += 1) {
-        let body = text(n);
-        n += LINES_PER_APPEND;
-        if (a === 5 && RARE_RUNS.has(run)) {
-          const lines = body.split('\n');
-          lines[500] = RARE_LINE.slice(0, -1);
-          body = lines.join('\n');
-        }
-        await store.appendLog(pipelineOf(run), runIdOf(run), chunksOf(body));
+        await store.appendLog(
+          pipelineOf(run),
+          runIdOf(run),
+          chunksOf(corpusAppend(run, a, RARE_RUNS)),
+        );
       }
     }
     const appendMs = performance.now() - appendStarted;
