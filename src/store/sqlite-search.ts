@@ -199,22 +199,25 @@ export class SqliteSearch {
    * body; whether any were left to remove. (An external-content FTS5 table is told each
    * document's text to forget its trigrams.)
    */
-  *removeRun(position: number, beforeId?: number): Steps<boolean> {
+  *removeRun(position: number, beforeId?: number): Steps<number> {
     const end = Math.min(documentId(position + 1, 0), beforeId ?? Number.MAX_SAFE_INTEGER);
     const rows = this.w.documentsOfRun.all(documentId(position, 0), end);
+    let chars = 0;
     for (const { id, text } of rows) {
       this.w.forgetTrigrams.run(id, text);
       this.w.deleteDocument.run(id);
+      chars += text.length;
       yield;
     }
-    return rows.length > 0;
+    return chars;
   }
 
   /**
    * One step of merging the full-text index's segments, all levels (a negative 'merge'), as a
    * write transaction's body; whether it did any work. Deleting an external-content document
    * only adds a delete marker: its trigrams' space comes back when the segments holding them
-   * are merged, which this does a few hundred kilobytes at a time.
+   * are merged, which this does a few hundred kilobytes at a time. The caller bounds how many
+   * steps a removal pays for, so the work stays proportional to what was removed.
    */
   // eslint-disable-next-line require-yield -- one bounded statement, nothing to pause between
   *compact(pages = 64): Steps<boolean> {

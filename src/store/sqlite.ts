@@ -267,6 +267,10 @@ function writeStatements(db: Database.Database) {
   };
 }
 
+/** Full-text index pages a removal may merge per 4 KiB of the text it removed, and per step. */
+const COMPACT_PAGES_PER_TEXT_PAGE = 4;
+const COMPACT_STEP_PAGES = 64;
+
 /**
  * The embedded store: one SQLite file in WAL mode, written through one connection and read
  * through another. better-sqlite3 is synchronous, so writes are queued and each runs as one
@@ -275,6 +279,7 @@ function writeStatements(db: Database.Database) {
  * sees only what is committed, so no reader ever sees part of a write, and an append resolves
  * only after its COMMIT returned.
  */
+
 export class SqliteStore implements Store, LeaseStore, SealCatalog {
   private readonly db: Database.Database;
   private readonly reader: Database.Database;
@@ -641,11 +646,20 @@ export class SqliteStore implements Store, LeaseStore, SealCatalog {
   }
 
   private async removeDocuments(position: number, beforeId?: number): Promise<void> {
-    while (await this.write(() => this.search.removeRun(position, beforeId))) {
+    let removed = 0;
+    for (;;) {
+      const chars = await this.write(() => this.search.removeRun(position, beforeId));
+      if (chars === 0) break;
+      removed += chars;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    // Then the space their trigrams held, a step at a time between other writes.
-    while (await this.write(() => this.search.compact())) {
+    // Then the space their trigrams held, a step at a time between other writes. A merge
+    // rewrites the segments it touches, deleted or not, so each removal pays for merging a
+    // few times its own text, not the whole index: a long history of small removals (sealing,
+    // retention) compacts the index in proportion, and one large removal compacts it all.
+    let budget = Math.ceil((COMPACT_PAGES_PER_TEXT_PAGE * removed) / 4096 / COMPACT_STEP_PAGES);
+    while (budget > 0 && (await this.write(() => this.search.compact(COMPACT_STEP_PAGES)))) {
+      budget -= 1;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

@@ -19,11 +19,15 @@ async function settledSize(store: SqliteStore, path: string): Promise<number> {
   return statSync(path).size;
 }
 
+function freshDatabasePath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tailwater-space-'));
+  dirs.push(dir);
+  return join(dir, 'tailwater.db');
+}
+
 describe('disk space after deleting runs', () => {
   it('shrinks the database file by about what the deleted run took', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tailwater-space-'));
-    dirs.push(dir);
-    const path = join(dir, 'tailwater.db');
+    const path = freshDatabasePath();
     let store = new SqliteStore(path);
     await store.appendLog('etl.small', 'r1', [{ text: 'kept\n' }]);
     const empty = await settledSize(store, path);
@@ -46,9 +50,7 @@ describe('disk space after deleting runs', () => {
   it('gives back the search index of a deleted run too, not only its rows', async () => {
     // The trigram index keeps a deleted document's postings until its segments are merged:
     // without that merge the file stays at several times the text it no longer holds.
-    const dir = mkdtempSync(join(tmpdir(), 'tailwater-space-'));
-    dirs.push(dir);
-    const path = join(dir, 'tailwater.db');
+    const path = freshDatabasePath();
     let store = new SqliteStore(path);
     await store.appendLog('etl.small', 'r1', [{ text: 'kept line\n' }]);
     const indexAll = async () => {
