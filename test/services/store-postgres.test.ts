@@ -138,13 +138,17 @@ describe('PostgresStore', () => {
       }
       await store.appendLog('p', 'other', [{ text: 'a\nb\n' }]);
       await store.close();
-      // What a database before migration 6 holds: no line counts, no index.
+      // What a database before migration 6 holds: no line counts, no index, and nothing of
+      // the migrations after it either.
       await admin(
         (client) =>
-          client.query(`DROP INDEX entries_log_line;
+          client.query(`DROP TABLE segments, sealed_runs;
+            DROP INDEX streams_to_seal;
+            ALTER TABLE streams DROP COLUMN sealed_seq;
+            DROP INDEX entries_log_line;
             ALTER TABLE entries DROP COLUMN log_line;
             ALTER TABLE streams DROP COLUMN log_lines;
-            DELETE FROM schema_migrations WHERE version = 6`),
+            DELETE FROM schema_migrations WHERE version >= 6`),
         db.name,
       );
       const upgraded = await storeOn(db.url);
