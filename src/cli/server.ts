@@ -110,7 +110,7 @@ export async function startServer(
   });
   const sealing =
     store instanceof SealedStore
-      ? new SealLoop(store, {
+      ? new SealLoop(store.sealer, {
           intervalSeconds: 1,
           onError: (error) => app.log.error({ err: error }, 'sealing failed'),
         })

@@ -81,22 +81,26 @@ export class SealedSearch {
     const out: SearchDocument[] = [];
     for (let i = 0; i < candidates.length && out.length < want; i += 1) {
       const candidate = candidates[i]!;
-      for (const doc of candidate.docs) {
-        const text = await this.textOf(key, sealed, candidate.at, doc);
-        if (!holdsLiterals(text.toLowerCase(), request.query)) continue;
-        found.push({
-          id: doc.id,
-          pipeline: run.pipeline,
-          runId: run.runId,
-          runStatus: run.status,
-          runCreatedAt: run.createdAt,
-          kind: doc.kind,
-          seq: doc.seq,
-          line: doc.line,
-          offset: doc.offset,
-          lineOffset: doc.lineOffset,
-          column: doc.column,
-          text,
+      const texts = await this.textsOf(key, sealed, candidate.at, candidate.docs);
+      // A block that passed its filter without the literals (a false positive) costs one scan.
+      if (texts.lower === undefined || holdsLiterals(texts.lower, request.query)) {
+        candidate.docs.forEach((doc, d) => {
+          const text = texts.text(d);
+          if (!holdsLiterals(texts.lowerOf(d, text), request.query)) return;
+          found.push({
+            id: doc.id,
+            pipeline: run.pipeline,
+            runId: run.runId,
+            runStatus: run.status,
+            runCreatedAt: run.createdAt,
+            kind: doc.kind,
+            seq: doc.seq,
+            line: doc.line,
+            offset: doc.offset,
+            lineOffset: doc.lineOffset,
+            column: doc.column,
+            text,
+          });
         });
       }
       // What no block still to read can come before: every id above the next block's highest.
@@ -107,27 +111,65 @@ export class SealedSearch {
     return out;
   }
 
-  /** A document's text: an event's data as stored, or its bytes of the log. */
-  private async textOf(
+  /**
+   * The texts of a block's documents. Log documents are cut from one buffer of the log bytes
+   * they span (the block's, and the next ones' where the last runs on), made once per block
+   * rather than per document; for ASCII text, a document's text and its lower case are slices
+   * of the whole one's.
+   */
+  private async textsOf(
     key: StreamKey,
     sealed: Sealed,
     at: number,
-    doc: SealedDocument,
-  ): Promise<string> {
-    if (doc.kind === 'event') {
-      const block = await this.reader.block(key, sealed.blocks[at]!.name, sealed.blocks[at]!.index);
-      return block.rows[doc.seq! - block.info.firstSeq]?.body ?? '';
-    }
-    const start = doc.offset!;
-    const end = start + doc.bytes;
-    const parts: Buffer[] = [];
+    docs: readonly SealedDocument[],
+  ): Promise<DocumentTexts> {
+    const block = await this.reader.block(key, sealed.blocks[at]!.name, sealed.blocks[at]!.index);
+    const logs = docs.filter((doc) => doc.kind === 'log');
+    if (logs.length === 0) return eventTexts(block, docs);
+    const start = Math.min(...logs.map((doc) => doc.offset!));
+    const end = Math.max(...logs.map((doc) => doc.offset! + doc.bytes));
     const first = lastBlockAtMost(sealed, start, (info) => info.logOffset, true);
     const from = sealed.blocks[first]!.info.logOffset;
+    const parts: Buffer[] = [];
     for (let b = first; b < sealed.blocks.length; b += 1) {
       const { name, index, info } = sealed.blocks[b]!;
       if (info.logOffset >= end) break;
       if (info.logEntries > 0) parts.push(logBytesOf(await this.reader.block(key, name, index)));
     }
-    return Buffer.concat(parts).toString('utf8', start - from, end - from);
+    const bytes = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).subarray(
+      start - from,
+      end - from,
+    );
+    const whole = bytes.toString('utf8');
+    const ascii = whole.length === bytes.length;
+    const lower = whole.toLowerCase();
+    const text = (d: number): string => {
+      const doc = docs[d]!;
+      if (doc.kind === 'event') return block.rows[doc.seq! - block.info.firstSeq]?.body ?? '';
+      const a = doc.offset! - start;
+      return ascii ? whole.slice(a, a + doc.bytes) : bytes.toString('utf8', a, a + doc.bytes);
+    };
+    const lowerOf = (d: number, text: string): string => {
+      const doc = docs[d]!;
+      if (!ascii || doc.kind === 'event') return text.toLowerCase();
+      const a = doc.offset! - start;
+      return lower.slice(a, a + doc.bytes);
+    };
+    // Events are not in the log text, and outside ASCII lower case can depend on what
+    // follows (a final sigma): only then does one check of the whole rule every document out.
+    return { lower: ascii && logs.length === docs.length ? lower : undefined, text, lowerOf };
   }
+}
+
+/** A block's documents' texts (see SealedSearch.textsOf). */
+interface DocumentTexts {
+  /** All its documents' text in lower case, when that is one piece of log. */
+  lower: string | undefined;
+  text(d: number): string;
+  lowerOf(d: number, text: string): string;
+}
+
+function eventTexts(block: DecodedBlock, docs: readonly SealedDocument[]): DocumentTexts {
+  const text = (d: number) => block.rows[docs[d]!.seq! - block.info.firstSeq]?.body ?? '';
+  return { lower: undefined, text, lowerOf: (_d, t) => t.toLowerCase() };
 }
