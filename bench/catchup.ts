@@ -31,6 +31,10 @@ const GOAL = 0.8;
 /** Node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it. */
 const SERVER_FLAGS = (process.env['BENCH_CATCHUP_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
 const RUN = '/api/v1/pipelines/bench.catchup/runs/r1';
+const STREAM_LIMIT = { TAILWATER_MAX_STREAM_BYTES: String(MAX_STREAM_BYTES) };
+/** Sealing 1 GB (~64 segments) on an idle server: past this the benchmark fails. */
+const SEAL_TIMEOUT_MS = 900_000;
+const SEALED_GOAL = 1;
 
 interface Read {
   ms: number;
@@ -63,6 +67,21 @@ async function searchIndexCaughtUp(server: TailwaterProc): Promise<void> {
     if (/^tailwater_search_index_pending_entries 0$/m.test(metrics)) return;
     if (performance.now() > deadline) throw new Error('catchup: the search index never caught up');
     await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Waits until the server's hot store holds no log text (`/metrics`): the run is sealed. */
+async function sealed(server: TailwaterProc): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const hot = /^tailwater_storage_hot_log_bytes (\S+)$/m.exec(metrics)?.[1];
+    const sealedBytes = /^tailwater_storage_sealed_bytes (\S+)$/m.exec(metrics)?.[1];
+    if (hot === '0' && Number(sealedBytes) > 0) return Number(sealedBytes);
+    if (performance.now() - started > SEAL_TIMEOUT_MS) {
+      throw new Error(`catchup: the run was not sealed in ${SEAL_TIMEOUT_MS / 1000} s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
@@ -130,6 +149,37 @@ function readCat(file: string): Promise<Read> {
   });
 }
 
+type Kind = 'cat' | 'text' | 'sse' | 'sealedText' | 'sealedSse';
+
+/** One uncounted read of each kind (the page cache then holds the data), then the rounds. */
+async function readRounds(
+  server: TailwaterProc,
+  file: string,
+  order: Kind[],
+): Promise<Record<Kind, Read[]>> {
+  const host = `Host: 127.0.0.1:${server.port}\r\n`;
+  const sseRequest = `GET ${RUN}/stream HTTP/1.1\r\n${host}Accept: text/event-stream\r\n\r\n`;
+  const textRequest = `GET ${RUN}/log.txt HTTP/1.1\r\n${host}Connection: close\r\n\r\n`;
+  const measure: Record<Kind, () => Promise<Read>> = {
+    cat: () => readCat(file),
+    text: () => readSocket(server.port, textRequest, server),
+    sse: () => readSocket(server.port, sseRequest, server),
+    sealedText: () => readSocket(server.port, textRequest, server),
+    sealedSse: () => readSocket(server.port, sseRequest, server),
+  };
+  const reads: Record<Kind, Read[]> = { cat: [], text: [], sse: [], sealedText: [], sealedSse: [] };
+  for (const kind of order) await measure[kind]();
+  // Rounds alternate the order, so drift on the shared machine falls on each alike.
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const kind of round % 2 === 0 ? order : [...order].reverse()) {
+      const read = await measure[kind]();
+      console.log(`catchup ${kind}: ${fmt(read.ms)} ms, ${fmt(read.wireBytes / MiB)} MiB`);
+      reads[kind].push(read);
+    }
+  }
+  return reads;
+}
+
 export async function benchCatchup(): Promise<void> {
   const started = performance.now();
   const free = statfsSync(tmpdir());
@@ -144,9 +194,10 @@ export async function benchCatchup(): Promise<void> {
   let server: TailwaterProc | undefined;
   try {
     const busyBefore = await machineBusy();
+    // Hot first, with sealing off: today's store, read before any of it is sealed.
     server = await startTailwater(
       join(dir, 'data'),
-      { TAILWATER_MAX_STREAM_BYTES: String(MAX_STREAM_BYTES) },
+      { ...STREAM_LIMIT, TAILWATER_SEGMENTS: 'off' },
       SERVER_FLAGS,
     );
     const url = `${server.url}${RUN}`;
@@ -182,51 +233,44 @@ export async function benchCatchup(): Promise<void> {
     await searchIndexCaughtUp(server);
     const indexSeconds = (performance.now() - indexStart) / 1000;
 
-    const host = `Host: 127.0.0.1:${server.port}\r\n`;
-    const sseRequest = `GET ${RUN}/stream HTTP/1.1\r\n${host}Accept: text/event-stream\r\n\r\n`;
-    const textRequest = `GET ${RUN}/log.txt HTTP/1.1\r\n${host}Connection: close\r\n\r\n`;
-    const reads = { cat: [] as Read[], text: [] as Read[], sse: [] as Read[] };
-    const proc = server;
-    const measure = {
-      cat: () => readCat(file),
-      text: () => readSocket(proc.port, textRequest, proc),
-      sse: () => readSocket(proc.port, sseRequest, proc),
-    };
-    // A first read of each, not counted: the page cache holds the file and the database after.
-    await measure.cat();
-    await measure.text();
-    await measure.sse();
-    // Rounds alternate the order, so drift on the shared machine falls on each alike.
-    const order: Array<keyof typeof reads> = ['cat', 'text', 'sse'];
-    for (let round = 0; round < ROUNDS; round += 1) {
-      for (const kind of round % 2 === 0 ? order : [...order].reverse()) {
-        const read = await measure[kind]();
-        console.log(`catchup ${kind}: ${fmt(read.ms)} ms, ${fmt(read.wireBytes / MiB)} MiB`);
-        reads[kind].push(read);
-      }
-    }
-    for (const read of reads.text) {
+    const reads = await readRounds(server, file, ['cat', 'text', 'sse']);
+
+    // Then sealed: the same data, a server that seals the run at once (docs/STORAGE.md).
+    await server.stop();
+    server = await startTailwater(
+      join(dir, 'data'),
+      { ...STREAM_LIMIT, TAILWATER_SEAL_AFTER_SECONDS: '0', TAILWATER_SEAL_GRACE_SECONDS: '2' },
+      SERVER_FLAGS,
+    );
+    const sealStart = performance.now();
+    const sealedBytes = await sealed(server);
+    const sealSeconds = (performance.now() - sealStart) / 1000;
+    const sealedReads = await readRounds(server, file, ['sealedText', 'sealedSse']);
+    Object.assign(reads, sealedReads);
+
+    for (const read of [...reads.text, ...reads.sealedText]) {
       if (read.wireBytes < logBytes) throw new Error(`log.txt: ${read.wireBytes} of ${logBytes} B`);
     }
-    for (const read of reads.sse) {
+    for (const read of [...reads.sse, ...reads.sealedSse]) {
       // One connection from seq 0 to the end: no `maxBytes` end, no reconnect.
       if (!/event: end\ndata: \{"reason":"runFinished"/.test(read.tail)) {
         throw new Error(`the stream did not end with runFinished: …${read.tail.slice(-200)}`);
       }
     }
     const rate = (read: Read) => logBytes / MiB / (read.ms / 1000);
-    const rates = (kind: keyof typeof reads) => reads[kind].map(rate);
+    const rates = (kind: Kind) => reads[kind].map(rate);
     const cat = median(rates('cat'));
     const text = median(rates('text'));
     const sse = median(rates('sse'));
-    const range = (kind: keyof typeof reads) =>
+    const sealedText = median(rates('sealedText'));
+    const sealedSse = median(rates('sealedSse'));
+    const range = (kind: Kind) =>
       `rounds ${fmt(Math.min(...rates(kind)))}–${fmt(Math.max(...rates(kind)))} MiB/s`;
-    const wire = (kind: keyof typeof reads) =>
+    const wire = (kind: Kind) =>
       `${(median(reads[kind].map((r) => r.wireBytes)) / logBytes).toFixed(3)} × the text on the wire`;
-    const cpu = (kind: keyof typeof reads) =>
+    const cpu = (kind: Kind) =>
       `server CPU ${fmt(median(reads[kind].map((r) => r.serverCpuMs)) / (logBytes / MiB))} ms per MiB (${fmt(median(reads[kind].map((r) => (r.serverCpuMs / r.ms) * 100)))} % of a core)`;
-    const seconds = (kind: keyof typeof reads) =>
-      `${(median(reads[kind].map((r) => r.ms)) / 1000).toFixed(2)} s`;
+    const seconds = (kind: Kind) => `${(median(reads[kind].map((r) => r.ms)) / 1000).toFixed(2)} s`;
     const rows: Row[] = [
       {
         name: '`GET …/log.txt` of the run (baseline)',
@@ -248,6 +292,30 @@ export async function benchCatchup(): Promise<void> {
         ].join('; '),
       },
       {
+        name: 'one SSE viewer of the run once sealed',
+        value: `${fmt(sealedSse)} MiB/s`,
+        ratio: `${((sealedSse / text) * 100).toFixed(0)} %`,
+        note: [
+          seconds('sealedSse'),
+          range('sealedSse'),
+          wire('sealedSse'),
+          cpu('sealedSse'),
+          `${((sealedSse / sse) * 100).toFixed(0)} % of the hot stream`,
+          `goal ≥ ${SEALED_GOAL * 100} % of the hot log.txt (issue #28): ${sealedSse / text >= SEALED_GOAL ? 'met' : 'not met'}`,
+        ].join('; '),
+      },
+      {
+        name: '`GET …/log.txt` of the run once sealed',
+        value: `${fmt(sealedText)} MiB/s`,
+        ratio: `${((sealedText / text) * 100).toFixed(0)} %`,
+        note: [
+          seconds('sealedText'),
+          range('sealedText'),
+          wire('sealedText'),
+          cpu('sealedText'),
+        ].join('; '),
+      },
+      {
         name: 'reference: `cat` of the same text in a file, into a pipe',
         value: `${fmt(cat)} MiB/s`,
         ratio: `${((cat / text) * 100).toFixed(0)} %`,
@@ -262,7 +330,9 @@ export async function benchCatchup(): Promise<void> {
       [
         `One viewer reading a finished run of ${fmt(logBytes / MiB)} MiB of log text (${fmt(logBytes / LINE_BYTES)} lines of ${LINE_BYTES} B, each different) from the start, in MiB of log text per second, on the SQLite store (the default) of a real \`tailwater serve\`. The run is made through the API: \`PUT …/runs/r1\` running, ${appends} \`POST …/logs\` of text/plain bodies of ~8 MiB (stored as chunks of ≤ 64 KiB, \`maxEventBytes\`; ${fmt(logBytes / MiB / (appendMs / 1000))} MiB/s of appends), then \`PUT\` success. Baseline: \`GET …/log.txt\` of the same run from the same server. Reference: \`cat\` of a file holding the same text. Each is read by one consumer in the benchmark's process that counts bytes and nothing else (a raw \`node:net\` socket for the two requests, a pipe for \`cat\`), until the server closes the connection (the stream after its \`end\` frame) or \`cat\` exits. One read of each first, not counted, so the page cache holds the file and the database; then ${ROUNDS} rounds, the order alternating; the median. Goal (issue #17): the SSE viewer ≥ ${GOAL * 100} % of log.txt's MiB/s.`,
         '',
-        `The stream's byte limit \`maxStreamBytes\` (default 32 MiB, past which a viewer gets \`end\` with \`maxBytes\` and reconnects from its Last-Event-ID) is raised to ${fmt(MAX_STREAM_BYTES / MiB)} MiB for this benchmark, so the viewer reads the run in one connection; the benchmark checks that each stream ended with \`runFinished\`. The machine was ${(busyBefore * 100).toFixed(0)} % busy in the second before the server started (other work: 2 cores shared with it). Reads begin once the server's search index has caught up with the run (it took ${indexSeconds.toFixed(0)} s), so no round shares the server with the indexer. This part took ${minutes.toFixed(1)} min, most of it making and indexing the run; its data is deleted after. Run it alone with \`npm run bench -- catchup\`; to see where the server's time goes, with \`BENCH_CATCHUP_NODE_FLAGS='--cpu-prof --cpu-prof-dir=<dir>'\` (and \`BENCH_CATCHUP_BYTES\` smaller).`,
+        `The hot rounds run on a server with sealing off (\`TAILWATER_SEGMENTS=off\`: today's store). Then the server is restarted on the same data with sealing on (\`TAILWATER_SEAL_AFTER_SECONDS=0\`, \`TAILWATER_SEAL_GRACE_SECONDS=2\`, default segments: 16 MiB, 1 MiB blocks, zstd 9, under the data directory); once \`/metrics\` shows no hot log text (${sealSeconds.toFixed(0)} s: the run is ${fmt(sealedBytes / MiB)} MiB of segments, ${(sealedBytes / logBytes).toFixed(3)} × its text), the same reads of the sealed run, one of each first and then ${ROUNDS} rounds. Goal (issue #28): the sealed run's SSE viewer ≥ ${SEALED_GOAL * 100} % of the hot log.txt.`,
+        '',
+        `The stream's byte limit \`maxStreamBytes\` (default 32 MiB, past which a viewer gets \`end\` with \`maxBytes\` and reconnects from its Last-Event-ID) is raised to ${fmt(MAX_STREAM_BYTES / MiB)} MiB for this benchmark, so the viewer reads the run in one connection; the benchmark checks that each stream ended with \`runFinished\`. The machine was ${(busyBefore * 100).toFixed(0)} % busy in the second before the server started (other work: 2 cores shared with it). Reads begin once the server's search index has caught up with the run (it took ${indexSeconds.toFixed(0)} s), so no round shares the server with the indexer. This part took ${minutes.toFixed(1)} min, most of it making, indexing and sealing the run; its data is deleted after. Run it alone with \`npm run bench -- catchup\`; to see where the server's time goes, with \`BENCH_CATCHUP_NODE_FLAGS='--cpu-prof --cpu-prof-dir=<dir>'\` (and \`BENCH_CATCHUP_BYTES\` smaller).`,
       ].join('\n'),
       rows,
     );

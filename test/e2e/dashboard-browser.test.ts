@@ -152,13 +152,15 @@ describe('the dashboard in Chromium', () => {
     expect(await lineInView(page, 'line 260')).toBe(true);
     expect(await jump.count()).toBe(0);
 
-    // The run finishes: its status shows success, and the stream ends.
+    // The run finishes: its status shows success, the header its end and duration, and the
+    // stream's state ("Live") goes once it has ended.
     await putStatus(server, RUN, 'success');
     await page.getByTestId('run-status').getByText('success', { exact: true }).waitFor();
     await page
-      .getByTestId('connection-state')
-      .getByText('Ended: the run finished', { exact: true })
+      .getByTestId('run-ended')
+      .getByText(/^Ended .+ · took \d/)
       .waitFor();
+    await page.getByTestId('connection-state').waitFor({ state: 'detached' });
     await screenshot(page, 'dashboard-run-view.png');
   });
 

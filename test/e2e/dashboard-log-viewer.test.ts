@@ -77,7 +77,7 @@ describe('the log viewer in Chromium', () => {
     await session?.close();
   });
 
-  it('folds and unfolds a section of a live run while following: the newest line stays in view', async () => {
+  it('folds a section of a live run by a click on its title and unfolds it by Space on the focused header, while following: the newest line stays in view', async () => {
     const run = runPath(PIPELINE, 'live');
     await putStatus(server, run, 'running');
     let checkout = '';
@@ -94,8 +94,10 @@ describe('the log viewer in Chromium', () => {
     expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
     await screenshot(page, 'log-viewer-sections-open.png');
 
-    await toggle(page, 'Compile').click();
+    // The title's text, not the arrow: the whole header is the toggle.
+    await row(page, 61).locator('.section-title').getByText('Compile').click();
     await expect.poll(() => row(page, 70).count()).toBe(0);
+    expect(await toggle(page, 'Compile').getAttribute('aria-expanded')).toBe('false');
     expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
     // Lines written while it is folded come into view, numbered as the log's lines.
     await postJsonLog(server, run, 'linking\nlinked\n', 'build');
@@ -106,7 +108,9 @@ describe('the log viewer in Chromium', () => {
     expect(await page.getByTestId('follow-state').textContent()).toBe('Following');
     await screenshot(page, 'log-viewer-sections-folded.png');
 
-    await toggle(page, 'Compile').click();
+    await toggle(page, 'Compile').focus();
+    await page.keyboard.press('Space');
+    await expect.poll(() => toggle(page, 'Compile').getAttribute('aria-expanded')).toBe('true');
     await postJsonLog(server, run, 'done\n', 'build');
     await row(page, 80).waitFor();
     await expect.poll(async () => atBottom(await logScroll(page))).toBe(true);

@@ -38,6 +38,18 @@ export function describeConnection(state: ConnectionState): string {
 }
 
 /**
+ * Whether a finished run's header may leave the connection unsaid: the stream is reading what
+ * the run wrote or has ended with it. A failure, a pause for a sign-in or a refusal is still said.
+ */
+export function quietConnection(state: ConnectionState): boolean {
+  return (
+    state.phase === 'connecting' ||
+    state.phase === 'live' ||
+    (state.phase === 'ended' && state.reason === 'runFinished' && state.status !== undefined)
+  );
+}
+
+/**
  * The connection state in words, announced politely to screen readers as it changes. After an
  * end that is not the run's own (or a failure) it offers to resume from the last entry seen; a
  * stream paused for a sign-in resumes by itself once the viewer signed in.

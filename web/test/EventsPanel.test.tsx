@@ -26,8 +26,31 @@ describe('the events panel', () => {
     });
     await waitFor(() => expect(count()).toBe('2 events'));
     expect(rows()).toEqual(['metric/train', 'status/—']);
-    expect(within(table()).getByText('{"loss":0.25}')).toBeTruthy();
+    expect(within(table()).getByText('loss: 0.25')).toBeTruthy();
     expect(within(table()).queryByText(/just text/)).toBeNull();
+  });
+
+  test('says each event’s data in words: a status as its state, progress as a percentage, a flat object as pairs, the rest as JSON; the whole JSON on hover', async () => {
+    const fake = fakeTail();
+    render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
+    act(() => {
+      fake.entry({ kind: 'status', data: { status: 'running' } });
+      fake.entry({ kind: 'step', step: 'load', data: { state: 'failed', message: 'disk full' } });
+      fake.entry({ kind: 'progress', step: 'load', data: { pct: 42.4 } });
+      fake.entry({ kind: 'commit', data: { table: 'db.t', snapshot: 7, rows: [1, 2] } });
+    });
+    await waitFor(() => expect(count()).toBe('4 events'));
+    const data = within(table())
+      .getAllByRole('row')
+      .slice(1)
+      .map((row) => within(row).getAllByRole('cell')[3]!);
+    expect(data.map((cell) => cell.textContent)).toEqual([
+      '{"table":"db.t","snapshot":7,"rows":[1,2]}',
+      '42 %',
+      'failed: disk full',
+      'running',
+    ]);
+    expect(data[3]!.getAttribute('title')).toBe('{"status":"running"}');
   });
 
   test('filters by kind, by step, and by both', async () => {
@@ -86,7 +109,7 @@ describe('the events panel', () => {
       .getAllByRole('row')
       .slice(1)
       .map((row) => within(row).getAllByRole('cell')[3]?.textContent);
-    expect(data[0]).toBe(`{"n":${EVENTS_KEPT + 5}}`);
-    expect(data.at(-1)).toBe('{"n":6}');
+    expect(data[0]).toBe(`n: ${EVENTS_KEPT + 5}`);
+    expect(data.at(-1)).toBe('n: 6');
   });
 });

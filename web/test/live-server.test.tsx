@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 
 describe('the dashboard against a live server', () => {
-  test('the run view shows history, then live lines and the final status', async () => {
+  test('the run view shows history, then live lines, then the final status with its end and duration instead of the stream state', async () => {
     await client.appendLog('ingest.daily', 'r1', 'history line\n');
     await client.setStatus('ingest.daily', 'r1', 'running');
     render(<RunView pipeline="ingest.daily" runId="latest" tail={liveTail} />);
@@ -40,11 +40,14 @@ describe('the dashboard against a live server', () => {
     expect(live.style.color).toBe('rgb(35, 209, 139)');
     await client.setStatus('ingest.daily', 'r1', 'success');
     await waitFor(() => expect(screen.getByTestId('run-status').textContent).toBe('success'));
-    await waitFor(
-      () =>
-        expect(screen.getByTestId('connection-state').textContent).toBe('Ended: the run finished'),
-      { timeout: 4000 },
+    // Finished: the header says when it ended and how long it took; the stream's state
+    // ("Live", then "Ended: the run finished") is no longer news.
+    await waitFor(() =>
+      expect(screen.getByTestId('run-ended').textContent).toMatch(/^Ended .+ · took \d+s$/),
     );
+    await waitFor(() => expect(screen.queryByTestId('connection-state')).toBeNull(), {
+      timeout: 4000,
+    });
   });
 
   test('the runs list lists the pipelines and follows the runs feed', async () => {

@@ -1,13 +1,8 @@
 import { useState } from 'react';
 import type { Entry } from '../../../src/model/entry.js';
+import { summarizeEvent } from './event-summary.js';
 
 const ALL = '';
-
-function summarize(entry: Entry): string {
-  if (entry.data === undefined) return '';
-  const text = JSON.stringify(entry.data);
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
-}
 
 function timeOf(iso: string): string {
   const date = new Date(iso);
@@ -94,7 +89,12 @@ export function EventsPanel({
                   </td>
                   <td>{event.kind}</td>
                   <td>{event.step ?? '—'}</td>
-                  <td className="event-data">{summarize(event)}</td>
+                  <td
+                    className="event-data"
+                    title={event.data === undefined ? undefined : JSON.stringify(event.data)}
+                  >
+                    {summarizeEvent(event)}
+                  </td>
                 </tr>
               ))
             )}

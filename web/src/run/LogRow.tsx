@@ -128,6 +128,11 @@ export const LogRow = memo(function LogRow({
   );
 });
 
+/**
+ * A section's header: one button from the arrow to the end of the row, as in the CI log views
+ * users know, so a click anywhere on its title or facts (or Enter or Space once focused) folds
+ * or unfolds it. Its name says what it does; its facts (lines, duration, error) describe it.
+ */
 function SectionHeader({
   section,
   folded,
@@ -137,28 +142,38 @@ function SectionHeader({
   folded: boolean;
   actions: RowActions;
 }) {
-  const duration = formatSpan(section.durationMs);
+  const duration = sectionDuration(section.durationMs);
+  const factsId = `section-facts-${section.key}`;
   return (
-    <>
-      <button
-        type="button"
-        className="section-toggle"
-        aria-expanded={!folded}
-        aria-label={`${folded ? 'Unfold' : 'Fold'} ${section.title || section.kind}`}
-        onClick={() => actions.toggle(section)}
-        style={{ marginLeft: `${section.depth}rem` }}
-      >
+    <button
+      type="button"
+      className="section-toggle"
+      aria-expanded={!folded}
+      aria-label={`${folded ? 'Unfold' : 'Fold'} ${section.title || section.kind}`}
+      aria-describedby={factsId}
+      onClick={() => actions.toggle(section)}
+      style={{ paddingLeft: `${section.depth}rem` }}
+    >
+      <span className="section-arrow" aria-hidden="true">
         {folded ? '▸' : '▾'}
-      </button>
+      </span>
       <span className="section-title">
         {section.kind === 'step' ? <span className="section-kind">step </span> : null}
         {section.title || (section.kind === 'group' ? 'group' : '')}
       </span>
-      <span className="section-facts" data-testid="section-facts">
+      <span className="section-facts" id={factsId} data-testid="section-facts">
         {section.lines.toLocaleString('en-US')} {section.lines === 1 ? 'line' : 'lines'}
         {duration ? ` · ${duration}` : ''}
         {section.error ? <span className="section-error"> · error</span> : null}
       </span>
-    </>
+    </button>
   );
+}
+
+/**
+ * A section's duration as its header says it, or '' when there is none to say: lines written in
+ * the same millisecond (or read without times) tell nothing of how long the work took.
+ */
+export function sectionDuration(ms: number): string {
+  return ms >= 1 ? formatSpan(ms) : '';
 }

@@ -3,7 +3,8 @@ import { isTerminal, RUN_STATUSES, runPath, TailwaterClient } from '../../../src
 import type { Entry } from '../../../src/model/entry.js';
 import type { Run, RunStatus } from '../../../src/model/run.js';
 import { NotAllowed } from '../auth.js';
-import { ConnectionStateBadge } from '../connection.js';
+import { RelativeTime, useClock } from '../RelativeTime.js';
+import { ConnectionStateBadge, quietConnection } from '../connection.js';
 import { formatBytes, formatDuration, pipelineHref } from '../format.js';
 import { defaultTail, useTail } from '../stream.js';
 import type { TailEvent, TailFn } from '../stream.js';
@@ -329,6 +330,9 @@ export function RunView({
   };
 
   const now = useNow(facts.startedAt !== null && facts.endedAt === null);
+  const clock = useClock();
+  // A finished run's header says so (its end, how long it took), not the stream's "Live".
+  const finished = facts.endedAt !== null;
   const elapsed = facts.startedAt
     ? formatDuration(
         (facts.endedAt ? Date.parse(facts.endedAt) : now) - Date.parse(facts.startedAt),
@@ -544,10 +548,19 @@ export function RunView({
         >
           {facts.status ?? 'unknown'}
         </span>
-        <span>
-          Elapsed <span data-testid="elapsed">{elapsed}</span>
-        </span>
-        <ConnectionStateBadge state={state} onResume={resume} />
+        {finished ? (
+          <span data-testid="run-ended">
+            Ended <RelativeTime iso={facts.endedAt} now={clock} /> · took{' '}
+            <span data-testid="elapsed">{elapsed}</span>
+          </span>
+        ) : (
+          <span>
+            Elapsed <span data-testid="elapsed">{elapsed}</span>
+          </span>
+        )}
+        {finished && quietConnection(state) ? null : (
+          <ConnectionStateBadge state={state} onResume={resume} />
+        )}
         {state.phase === 'forbidden' ? null : (
           <a href={logHref(pipeline, runId)} download={`${pipeline}-${runId}.log`}>
             Download log
