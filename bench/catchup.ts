@@ -246,7 +246,8 @@ export async function benchCatchup(): Promise<void> {
     const sealedBytes = await sealed(server);
     const sealSeconds = (performance.now() - sealStart) / 1000;
     const sealedReads = await readRounds(server, file, ['sealedText', 'sealedSse']);
-    Object.assign(reads, sealedReads);
+    reads.sealedText = sealedReads.sealedText;
+    reads.sealedSse = sealedReads.sealedSse;
 
     for (const read of [...reads.text, ...reads.sealedText]) {
       if (read.wireBytes < logBytes) throw new Error(`log.txt: ${read.wireBytes} of ${logBytes} B`);

@@ -43,12 +43,27 @@ async function passesIn(ms: number, busy: boolean): Promise<number> {
 
 describe('SealLoop', () => {
   it('seals a backlog at half the time of an idle server and a twentieth of a busy one', async () => {
-    // Idle: after the first pass (which assumes a busy server: 30 ms, then 570 ms of waiting),
-    // passes of 30 ms alternate with 30 ms waits. Busy: every 30 ms pass waits 570 ms.
+    // Idle: passes of 30 ms alternate with 30 ms waits (~25 in 1.5 s). Busy: every 30 ms pass
+    // waits 570 ms (3).
     const idle = await passesIn(1500, false);
     const busy = await passesIn(1500, true);
-    expect(idle).toBeGreaterThanOrEqual(8);
+    expect(idle).toBeGreaterThanOrEqual(12);
     expect(busy).toBeLessThanOrEqual(4);
+  });
+
+  it('gives a long pass its idle share at once when the server turns idle (no wait of 19 × a long pass)', async () => {
+    // A first pass of 300 ms while busy would wait 5.7 s; the server goes idle after 200 ms, so
+    // the next pass starts once the wait is as long as the pass and the server was mostly idle.
+    const { passes, sealer } = backlog(300);
+    const loop = new SealLoop(sealer, { intervalSeconds: 60 });
+    const busy = new AbortController();
+    busyLoop(busy.signal);
+    loop.start();
+    await sleep(500);
+    busy.abort();
+    await sleep(2500);
+    await loop.stop();
+    expect(passes.length).toBeGreaterThanOrEqual(3);
   });
 
   it('waits the interval once nothing is left to seal, and stops between passes', async () => {
