@@ -25,7 +25,7 @@ async function postJsonLog(server: ServerProcess, run: string, text: string, ste
 const logBox = (page: Page) => page.getByRole('log', { name: 'Run log' });
 const row = (page: Page, line: number) => logBox(page).locator(`.log-line[data-line="${line}"]`);
 const toggle = (page: Page, title: string) =>
-  page.getByRole('button', { name: new RegExp(`^(Fold|Unfold) ${title}$`) });
+  page.getByRole('button', { name: new RegExp(`^(Fold|Unfold) ?(step ?)?${title} ?\\d`) });
 
 interface LogScroll {
   scrollTop: number;

@@ -29,7 +29,8 @@ function formatTimestamp(value: string | undefined, fallback: string): string {
 /** The seed's IcebergMonitor table: Timestamp | Table | Operation | Records Added. */
 function IcebergTable({ entries, max }: { entries: readonly Entry[]; max: number }) {
   return (
-    <div className="table-scroll">
+    // Focusable, so a keyboard can scroll it too.
+    <div className="table-scroll" tabIndex={0} role="region" aria-label="Table commits">
       <table>
         <caption className="visually-hidden">Newest first, at most {max} events</caption>
         <thead>

@@ -36,7 +36,7 @@ function status(fake: FakeTail, value: string) {
 const row = (log: HTMLElement, line: number) =>
   log.querySelector<HTMLElement>(`.log-line[data-line="${line}"]`);
 const toggle = (name: string) =>
-  screen.getByRole('button', { name: new RegExp(`^(Fold|Unfold) ${name}$`) });
+  screen.getByRole('button', { name: new RegExp(`^(Fold|Unfold) ?(step ?)?${name} ?\\d`) });
 
 describe('sections', () => {
   test('a ::group:: is a header with its title and line count (no "0 ms" for lines of one instant); a click on its title folds it to that one row, on its facts back', async () => {

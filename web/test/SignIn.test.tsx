@@ -256,7 +256,7 @@ describe('signing in again while a view is open', () => {
       fake.push({ type: 'open' });
       fake.entry({ kind: 'build', data: { n: 1 } });
     });
-    await screen.findByText('{"n":1}');
+    await screen.findByText('n: 1');
     s.cookie = null;
     act(() =>
       fake.fail(new TailwaterClientError('This server needs a token.', 401, 'TW_UNAUTHENTICATED')),
@@ -265,7 +265,7 @@ describe('signing in again while a view is open', () => {
     expect(dialog.textContent).toContain('no longer takes your sign-in');
     expect(state()).toBe('Paused: not signed in; sign in again to resume');
     // The view's events stay.
-    expect(screen.getByText('{"n":1}')).toBeTruthy();
+    expect(screen.getByText('n: 1')).toBeTruthy();
     submit('good', dialog);
     await waitFor(() => expect(fake.calls).toHaveLength(2));
     expect(fake.calls[1]).toMatchObject({ target: { topic: 'builds' }, after: '1' });

@@ -64,7 +64,12 @@ export function EventsPanel({
           {events.length >= kept ? ` (the latest ${kept})` : ''}
         </span>
       </div>
-      <div className="table-scroll events-scroll">
+      <div
+        className="table-scroll events-scroll"
+        tabIndex={0}
+        role="region"
+        aria-label={`${label}, scrollable`}
+      >
         <table aria-label={label}>
           <thead>
             <tr>

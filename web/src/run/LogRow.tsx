@@ -131,7 +131,7 @@ export const LogRow = memo(function LogRow({
 /**
  * A section's header: one button from the arrow to the end of the row, as in the CI log views
  * users know, so a click anywhere on its title or facts (or Enter or Space once focused) folds
- * or unfolds it. Its name says what it does; its facts (lines, duration, error) describe it.
+ * or unfolds it. Its accessible name is what it shows (title and facts) after "Fold"/"Unfold".
  */
 function SectionHeader({
   section,
@@ -143,25 +143,24 @@ function SectionHeader({
   actions: RowActions;
 }) {
   const duration = sectionDuration(section.durationMs);
-  const factsId = `section-facts-${section.key}`;
   return (
     <button
       type="button"
       className="section-toggle"
       aria-expanded={!folded}
-      aria-label={`${folded ? 'Unfold' : 'Fold'} ${section.title || section.kind}`}
-      aria-describedby={factsId}
       onClick={() => actions.toggle(section)}
       style={{ paddingLeft: `${section.depth}rem` }}
     >
       <span className="section-arrow" aria-hidden="true">
         {folded ? '▸' : '▾'}
       </span>
+      {/* Its name is what it shows (WCAG 2.5.3), with what a click does before it. */}
+      <span className="visually-hidden">{folded ? 'Unfold ' : 'Fold '}</span>
       <span className="section-title">
         {section.kind === 'step' ? <span className="section-kind">step </span> : null}
         {section.title || (section.kind === 'group' ? 'group' : '')}
       </span>
-      <span className="section-facts" id={factsId} data-testid="section-facts">
+      <span className="section-facts" data-testid="section-facts">
         {section.lines.toLocaleString('en-US')} {section.lines === 1 ? 'line' : 'lines'}
         {duration ? ` · ${duration}` : ''}
         {section.error ? <span className="section-error"> · error</span> : null}
