@@ -152,7 +152,7 @@ describe('RunView', () => {
     );
   });
 
-  test('the progress bar follows progress events (data.pct) and ignores unusable ones', async () => {
+  test('the progress bar follows progress events (data.pct), ignores unusable ones, and goes once the run has finished', async () => {
     const fake = fakeTail();
     render(<RunView pipeline="p" runId="r" tail={fake.tail} />);
     act(() => lines(fake, 1, 1));
@@ -170,6 +170,9 @@ describe('RunView', () => {
     });
     await waitFor(() => expect(screen.getByTestId('events-count').textContent).toBe('4 events'));
     expect(bar.getAttribute('aria-valuenow')).toBe('55');
+    // Once the run has finished, its last progress is history: the bar goes.
+    act(() => fake.entry({ kind: 'status', data: { status: 'success' } }));
+    await waitFor(() => expect(screen.queryByRole('progressbar')).toBeNull());
   });
 
   test('elapsed time runs from the first entry to the terminal status', async () => {

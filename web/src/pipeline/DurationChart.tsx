@@ -54,6 +54,8 @@ export function DurationChart({ data, label }: { data: DurationData; label: stri
       width: Math.max(element.clientWidth, 200),
       height: HEIGHT,
       legend: { show: false },
+      // Room on the right for half of the last bar's time label, which is centred on the bar.
+      padding: [12, 48, 0, 0],
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false, distr: 2 }, y: { range: (_u, _min, max) => [0, max || 1] } },
       axes: [

@@ -408,7 +408,8 @@ export function RunView({
 
   const runBody = (
     <>
-      {facts.progress ? <ProgressBar progress={facts.progress} /> : null}
+      {/* A finished run's last progress is history, not where it stands. */}
+      {facts.progress && !finished ? <ProgressBar progress={facts.progress} /> : null}
       {buffer.skipped > 0 ? (
         <p className="notice" role="note">
           This log is long: to show line {targetLine?.toLocaleString('en-US')} at once, it was read
