@@ -272,22 +272,21 @@ export async function benchCatchup(): Promise<void> {
     const cpu = (kind: Kind) =>
       `server CPU ${fmt(median(reads[kind].map((r) => r.serverCpuMs)) / (logBytes / MiB))} ms per MiB (${fmt(median(reads[kind].map((r) => (r.serverCpuMs / r.ms) * 100)))} % of a core)`;
     const seconds = (kind: Kind) => `${(median(reads[kind].map((r) => r.ms)) / 1000).toFixed(2)} s`;
+    /** What every read's note says: its time, the rounds' spread, the wire, the server's CPU. */
+    const facts = (kind: Kind) => [seconds(kind), range(kind), wire(kind), cpu(kind)];
     const rows: Row[] = [
       {
         name: '`GET …/log.txt` of the run (baseline)',
         value: `${fmt(text)} MiB/s`,
         ratio: '100 %',
-        note: [seconds('text'), range('text'), wire('text'), cpu('text')].join('; '),
+        note: facts('text').join('; '),
       },
       {
         name: 'one SSE viewer, `GET …/stream` from the start to `end`',
         value: `${fmt(sse)} MiB/s`,
         ratio: `${((sse / text) * 100).toFixed(0)} %`,
         note: [
-          seconds('sse'),
-          range('sse'),
-          wire('sse'),
-          cpu('sse'),
+          ...facts('sse'),
           `${((sse / cat) * 100).toFixed(1)} % of \`cat\``,
           `goal ≥ ${GOAL * 100} % of log.txt: ${sse / text >= GOAL ? 'met' : 'not met'}`,
         ].join('; '),
@@ -297,10 +296,7 @@ export async function benchCatchup(): Promise<void> {
         value: `${fmt(sealedSse)} MiB/s`,
         ratio: `${((sealedSse / text) * 100).toFixed(0)} %`,
         note: [
-          seconds('sealedSse'),
-          range('sealedSse'),
-          wire('sealedSse'),
-          cpu('sealedSse'),
+          ...facts('sealedSse'),
           `${((sealedSse / sse) * 100).toFixed(0)} % of the hot stream`,
           `goal ≥ ${SEALED_GOAL * 100} % of the hot log.txt (issue #28): ${sealedSse / text >= SEALED_GOAL ? 'met' : 'not met'}`,
         ].join('; '),
@@ -309,12 +305,7 @@ export async function benchCatchup(): Promise<void> {
         name: '`GET …/log.txt` of the run once sealed',
         value: `${fmt(sealedText)} MiB/s`,
         ratio: `${((sealedText / text) * 100).toFixed(0)} %`,
-        note: [
-          seconds('sealedText'),
-          range('sealedText'),
-          wire('sealedText'),
-          cpu('sealedText'),
-        ].join('; '),
+        note: facts('sealedText').join('; '),
       },
       {
         name: 'reference: `cat` of the same text in a file, into a pipe',

@@ -173,6 +173,6 @@ function SectionHeader({
  * A section's duration as its header says it, or '' when there is none to say: lines written in
  * the same millisecond (or read without times) tell nothing of how long the work took.
  */
-export function sectionDuration(ms: number): string {
+function sectionDuration(ms: number): string {
   return ms >= 1 ? formatSpan(ms) : '';
 }

@@ -86,6 +86,11 @@ function withSummary(facts: RunFacts, run: Run): RunFacts {
   };
 }
 
+/** When the run ended, relative to now; its own clock, so only it is drawn again as time passes. */
+function EndedAt({ iso }: { iso: string | null }) {
+  return <RelativeTime iso={iso} now={useClock()} />;
+}
+
 /** The log history from the server that served the page, read before the stream opens. */
 const defaultHistory: LogHistoryFn = (target, onText, signal, near) =>
   rangedLogHistory(window.location.origin)(target, onText, signal, near);
@@ -330,7 +335,6 @@ export function RunView({
   };
 
   const now = useNow(facts.startedAt !== null && facts.endedAt === null);
-  const clock = useClock();
   // A finished run's header says so (its end, how long it took), not the stream's "Live".
   const finished = facts.endedAt !== null;
   const elapsed = facts.startedAt
@@ -551,7 +555,7 @@ export function RunView({
         </span>
         {finished ? (
           <span data-testid="run-ended">
-            Ended <RelativeTime iso={facts.endedAt} now={clock} /> · took{' '}
+            Ended <EndedAt iso={facts.endedAt} /> · took{' '}
             <span data-testid="elapsed">{elapsed}</span>
           </span>
         ) : (
