@@ -9,19 +9,6 @@ import type { SegmentReader } from './segment-reader.js';
 import type { SearchDocument, SearchDocumentsRequest } from './store.js';
 import { holdsLiterals, mayMatch } from './trigram-filter.js';
 
-const blockLogs = new WeakMap<DecodedBlock, Buffer>();
-
-/** A block's log text, end to end, made once per decoded block. */
-function logBytesOf(block: DecodedBlock): Buffer {
-  let bytes = blockLogs.get(block);
-  if (!bytes) {
-    const texts = block.rows.flatMap((row) => (row.log_offset === null ? [] : [row.body]));
-    bytes = Buffer.from(texts.join(''), 'utf8');
-    blockLogs.set(block, bytes);
-  }
-  return bytes;
-}
-
 /** Sealed runs asked of the catalog at a time. */
 const RUNS_PER_QUERY = 32;
 
@@ -134,7 +121,7 @@ export class SealedSearch {
     for (let b = first; b < sealed.blocks.length; b += 1) {
       const { name, index, info } = sealed.blocks[b]!;
       if (info.logOffset >= end) break;
-      if (info.logEntries > 0) parts.push(logBytesOf(await this.reader.block(key, name, index)));
+      if (info.logEntries > 0) parts.push((await this.reader.block(key, name, index)).logBytes());
     }
     const bytes = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).subarray(
       start - from,
@@ -145,7 +132,7 @@ export class SealedSearch {
     const lower = whole.toLowerCase();
     const text = (d: number): string => {
       const doc = docs[d]!;
-      if (doc.kind === 'event') return block.rows[doc.seq! - block.info.firstSeq]?.body ?? '';
+      if (doc.kind === 'event') return block.row(doc.seq! - block.info.firstSeq)?.body ?? '';
       const a = doc.offset! - start;
       return ascii ? whole.slice(a, a + doc.bytes) : bytes.toString('utf8', a, a + doc.bytes);
     };
@@ -170,6 +157,6 @@ interface DocumentTexts {
 }
 
 function eventTexts(block: DecodedBlock, docs: readonly SealedDocument[]): DocumentTexts {
-  const text = (d: number) => block.rows[docs[d]!.seq! - block.info.firstSeq]?.body ?? '';
+  const text = (d: number) => block.row(docs[d]!.seq! - block.info.firstSeq)?.body ?? '';
   return { lower: undefined, text, lowerOf: (_d, t) => t.toLowerCase() };
 }

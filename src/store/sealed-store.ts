@@ -157,8 +157,9 @@ export class SealedStore implements Store {
       const info = sealed.blocks[at]!.info;
       if (info.lastSeq < from || !wants.block(info)) continue;
       const block = await this.block(key, sealed, at);
-      for (const row of block.rows) {
-        if (row.seq < from || !wants.row(row)) continue;
+      for (let i = Math.max(from - info.firstSeq, 0); i < block.count; i += 1) {
+        const row = block.row(i)!;
+        if (!wants.row(row)) continue;
         out.push(entryFromRow(row));
         bytes += Buffer.byteLength(row.body, 'utf8');
         if (full()) return out;
@@ -193,7 +194,7 @@ export class SealedStore implements Store {
         left -= count;
         continue;
       }
-      const rows = (await this.block(key, sealed, at)).rows.filter((row) => wants.row(row));
+      const rows = (await this.block(key, sealed, at)).rows().filter((row) => wants.row(row));
       return rows[rows.length - left]!.seq;
     }
     const before = (await this.hot.readEntries(key, { afterSeq: 0, limit: 1000, kinds })).filter(
@@ -209,7 +210,7 @@ export class SealedStore implements Store {
     if (!sealed) return undefined;
     for (let at = 0; at < sealed.blocks.length; at += 1) {
       if (sealed.blocks[at]!.info.ids === 0) continue;
-      const row = (await this.block(key, sealed, at)).rows.find((r) => r.producer_id === id);
+      const row = (await this.block(key, sealed, at)).rows().find((r) => r.producer_id === id);
       if (row) return row.seq;
     }
     return undefined;
@@ -234,7 +235,7 @@ export class SealedStore implements Store {
       const info = sealed.blocks[at]!.info;
       if (info.logOffset >= end) break;
       if (info.logEntries === 0 || info.logOffset + info.logBytes <= start) continue;
-      for (const row of (await this.block(key, sealed, at)).rows) {
+      for (const row of (await this.block(key, sealed, at)).rows()) {
         if (row.log_offset === null || row.log_offset < start) continue;
         if (row.log_offset >= end) return chunks;
         chunks.push(chunkOf(row));
@@ -249,7 +250,8 @@ export class SealedStore implements Store {
     const at = lastBlockAtMost(sealed, byte, (b) => b.logOffset, true);
     const block = await this.block(key, sealed, at);
     let found: EntryRow | undefined;
-    for (const row of block.rows) {
+    for (let i = 0; i < block.count; i += 1) {
+      const row = block.row(i)!;
       if (row.log_offset === null) continue;
       if (row.log_offset > byte) break;
       found = row;
@@ -311,7 +313,7 @@ export class SealedStore implements Store {
       const at = lastBlockAtMost(sealed, feeds - 1, (b) => b.logLine, true);
       const block = await this.block(key, sealed, at);
       let found: { logOffset: number; logLine: number; body: string } | undefined;
-      block.rows.forEach((row, i) => {
+      block.rows().forEach((row, i) => {
         if (row.log_offset !== null && block.lines[i]! < feeds) {
           found = { logOffset: row.log_offset, logLine: block.lines[i]!, body: row.body };
         }

@@ -238,7 +238,7 @@ export class Sealer {
     let at = 0;
     for (const info of read.blocks) {
       const block = decodeBlock(info, file.subarray(info.at, info.at + info.length));
-      for (const row of block.rows) {
+      for (const row of block.rows()) {
         const source = rows[at++];
         if (!source || !sameRow(source, row)) {
           throw new Error(`seal: ${name} does not read back as written (seq ${row.seq})`);

@@ -71,14 +71,6 @@ export interface SegmentFooter {
   blocks: BlockInfo[];
 }
 
-/** A block read back: its rows as the hot store held them, and each log row's line. */
-export interface DecodedBlock {
-  info: BlockInfo;
-  rows: EntryRow[];
-  /** Line feeds in the log before each row (meaningful for log rows). */
-  lines: number[];
-}
-
 /** A segment that fails its checks: never answered as text. */
 export class SegmentCorrupt extends Error {}
 
@@ -314,51 +306,150 @@ export function parseFooter(compressed: Uint8Array, crc: number): SegmentFooter 
   return footer;
 }
 
+/**
+ * A block read back and checked: its decompressed bytes, from which each row is made as the
+ * hot store held it when asked for. The rows' strings are the caller's, not the block's: a
+ * cached block is then bytes outside the JS heap, and a viewer's page of strings dies young
+ * with the page. Kept as strings, tens of megabytes of cached blocks were promoted and swept
+ * again and again, a fifth of a sealed catch-up's time (docs/BENCHMARKS.md, "Catch-up").
+ */
+export class DecodedBlock {
+  constructor(
+    readonly info: BlockInfo,
+    private readonly raw: Buffer,
+    private readonly columns: BlockColumns,
+    /** Where each row's body starts in `raw`, and where the last one ends. */
+    private readonly starts: readonly number[],
+    /** Line feeds in the log before each row (meaningful for log rows). */
+    readonly lines: readonly number[],
+  ) {}
+
+  get count(): number {
+    return this.starts.length - 1;
+  }
+
+  /** How many bytes it holds outside the JS heap, and about what its columns take on it. */
+  get weight(): number {
+    return this.raw.length + 64 * this.count;
+  }
+
+  /** Row `i` (0 is the block's first seq), or undefined past its last. */
+  row(i: number): EntryRow | undefined {
+    if (i < 0 || i >= this.count) return undefined;
+    const columns = this.columns;
+    const step = columns.s?.[i] ?? 0;
+    const isLog = columns.g[i] === 1;
+    return {
+      seq: this.info.firstSeq + i,
+      time: this.times[i]!,
+      kind: columns.kd[columns.k[i]!]!,
+      step: step === 0 ? null : columns.sd![step - 1]!,
+      correlation_id: columns.c?.[i] ?? null,
+      producer_id: columns.p?.[i] ?? null,
+      log_offset: isLog ? this.offsets[i]! : null,
+      body: this.raw.toString('utf8', this.starts[i], this.starts[i + 1]),
+      extra: columns.x?.[i] ?? null,
+    };
+  }
+
+  /** Its rows from row `from` on. */
+  rows(from = 0): EntryRow[] {
+    const out: EntryRow[] = [];
+    for (let i = Math.max(from, 0); i < this.count; i += 1) out.push(this.row(i)!);
+    return out;
+  }
+
+  /** Its log rows' text end to end, as UTF-8 (a view of the block's bytes when they are one run). */
+  logBytes(): Buffer {
+    const parts: Buffer[] = [];
+    for (let i = 0; i < this.count; i += 1) {
+      if (this.columns.g[i] !== 1) continue;
+      const [from, to] = [this.starts[i]!, this.starts[i + 1]!];
+      const last = parts.at(-1);
+      // Consecutive log rows are consecutive bytes: one view for the run of them.
+      if (last && last.byteOffset + last.length === this.raw.byteOffset + from) {
+        parts[parts.length - 1] = this.raw.subarray(last.byteOffset - this.raw.byteOffset, to);
+      } else parts.push(this.raw.subarray(from, to));
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  }
+
+  private get times(): number[] {
+    return (this.decodedTimes ??= cumulative(this.columns.t));
+  }
+
+  private get offsets(): number[] {
+    if (!this.logOffsets) {
+      const offsets: number[] = [];
+      let offset = this.info.logOffset;
+      for (let i = 0; i < this.count; i += 1) {
+        offsets.push(offset);
+        if (this.columns.g[i] === 1) offset += this.starts[i + 1]! - this.starts[i]!;
+      }
+      this.logOffsets = offsets;
+    }
+    return this.logOffsets;
+  }
+
+  private decodedTimes: number[] | undefined;
+  private logOffsets: number[] | undefined;
+}
+
+/** Running sums: the times column holds the first time, then differences. */
+function cumulative(deltas: readonly number[]): number[] {
+  const out: number[] = [];
+  let sum = 0;
+  for (let i = 0; i < deltas.length; i += 1) {
+    sum = i === 0 ? deltas[0]! : sum + deltas[i]!;
+    out.push(sum);
+  }
+  return out;
+}
+
+/** Line feeds in bytes [from, to) of `raw`. */
+function countFeedBytes(raw: Buffer, from: number, to: number): number {
+  let count = 0;
+  for (let i = raw.indexOf(0x0a, from); i !== -1 && i < to; i = raw.indexOf(0x0a, i + 1)) {
+    count += 1;
+  }
+  return count;
+}
+
 /** Decodes a block from its compressed bytes, checked against its footer entry. */
 export function decodeBlock(info: BlockInfo, compressed: Uint8Array): DecodedBlock {
+  const whole = `block of seqs ${info.firstSeq}–${info.lastSeq}`;
   if (compressed.length !== info.length || crc32(compressed) !== info.crc) {
-    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} fails its checksum`);
+    throw new SegmentCorrupt(`${whole} fails its checksum`);
   }
   let raw: Buffer;
   try {
     raw = decompress(compressed);
   } catch {
-    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} does not decompress`);
+    throw new SegmentCorrupt(`${whole} does not decompress`);
   }
-  const jsonLength = raw.readUInt32LE(0);
-  const columns = JSON.parse(raw.toString('utf8', 4, 4 + jsonLength)) as BlockColumns;
-  const rows: EntryRow[] = [];
+  let columns: BlockColumns;
+  let at: number;
+  try {
+    const jsonLength = raw.readUInt32LE(0);
+    at = 4 + jsonLength;
+    columns = JSON.parse(raw.toString('utf8', 4, at)) as BlockColumns;
+  } catch {
+    throw new SegmentCorrupt(`${whole} has no readable columns`);
+  }
+  const count = columns.t.length;
+  const starts: number[] = [];
   const lines: number[] = [];
-  let at = 4 + jsonLength;
-  let time = 0;
-  let offset = info.logOffset;
   let line = info.logLine;
-  for (let i = 0; i < columns.t.length; i += 1) {
-    time = i === 0 ? columns.t[0]! : time + columns.t[i]!;
+  for (let i = 0; i < count; i += 1) {
     const length = columns.l[i]!;
-    const body = raw.toString('utf8', at, at + length);
-    at += length;
-    const isLog = columns.g[i] === 1;
-    const step = columns.s?.[i] ?? 0;
-    rows.push({
-      seq: info.firstSeq + i,
-      time,
-      kind: columns.kd[columns.k[i]!]!,
-      step: step === 0 ? null : columns.sd![step - 1]!,
-      correlation_id: columns.c?.[i] ?? null,
-      producer_id: columns.p?.[i] ?? null,
-      log_offset: isLog ? offset : null,
-      body,
-      extra: columns.x?.[i] ?? null,
-    });
+    starts.push(at);
     lines.push(line);
-    if (isLog) {
-      offset += length;
-      line += countFeeds(body);
-    }
+    if (columns.g[i] === 1) line += countFeedBytes(raw, at, at + length);
+    at += length;
   }
-  if (rows.length !== info.lastSeq - info.firstSeq + 1 || at !== raw.length) {
-    throw new SegmentCorrupt(`block of seqs ${info.firstSeq}–${info.lastSeq} is not whole`);
+  starts.push(at);
+  if (count !== info.lastSeq - info.firstSeq + 1 || at !== raw.length) {
+    throw new SegmentCorrupt(`${whole} is not whole`);
   }
-  return { info, rows, lines };
+  return new DecodedBlock(info, raw, columns, starts, lines);
 }

@@ -14,8 +14,8 @@ import { SegmentMissing } from './segment-store.js';
 
 /**
  * Reads sealed segments through bounded caches: footers (small, kept for many segments),
- * decoded blocks (a few megabytes each: the ones a viewer catching up or a search is walking),
- * and filters (all of a segment's in one read, for searches). Any failure to read or verify
+ * decoded blocks (their bytes, about a megabyte each: the ones viewers catching up and
+ * searches are walking) and filters (all of a segment's in one read, for searches). Any failure to read or verify
  * is TW_SEGMENT_UNREADABLE naming the stream, never text that might be wrong.
  */
 export interface SegmentReaderLimits {
@@ -109,14 +109,8 @@ export class SegmentReader {
         if (!info) throw new SegmentCorrupt(`it has no block ${index}`);
         return decodeBlock(info, await this.segments.read(name, info.at, info.length));
       });
-      // Weighed by its text as decompressed, twice over for the strings made of it, once known.
-      this.remember(
-        this.blocks,
-        cacheKey,
-        found,
-        2 * 1024 * 1024,
-        (block) => 2 * block.info.rawLength,
-      );
+      // Weighed by its bytes as decompressed, once known.
+      this.remember(this.blocks, cacheKey, found, 1024 * 1024, (block) => block.weight);
     }
     return found;
   }
