@@ -46,7 +46,7 @@ export function quoteText(text: string): string {
   return `"${out}"`;
 }
 
-/** Below this many characters a text is left to JSON.stringify: the checks cost more. */
+/** Below this many characters a text is left to JSON.stringify: its checks would gain little. */
 const QUOTE_TEXT_CHARS = 1024;
 
 /** An entry as JSON, its `data` written from the stored text, its log text by quoteText. */

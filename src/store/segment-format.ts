@@ -147,12 +147,6 @@ function encodeColumns(rows: readonly EntryRow[]): { raw: Buffer; bodies: Buffer
   return { raw: Buffer.concat([prefix, json, ...bodies]), bodies };
 }
 
-function countFeeds(text: string): number {
-  let count = 0;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count += 1;
-  return count;
-}
-
 export interface SegmentInput {
   /** Consecutive entries of one stream, in seq order. */
   rows: readonly EntryRow[];
@@ -229,7 +223,7 @@ export async function buildSegment(
         }
         logEntries += 1;
         logBytes += bodies[i]!.length;
-        logLines += countFeeds(row.body);
+        logLines += countFeedBytes(bodies[i]!, 0, bodies[i]!.length);
       }
     });
     infos.push({
@@ -359,17 +353,15 @@ export class DecodedBlock {
     return out;
   }
 
-  /** Its log rows' text end to end, as UTF-8 (a view of the block's bytes when they are one run). */
+  /** Its log rows' text end to end, as UTF-8 (one view of the block's bytes per run of them). */
   logBytes(): Buffer {
     const parts: Buffer[] = [];
     for (let i = 0; i < this.count; i += 1) {
       if (this.columns.g[i] !== 1) continue;
-      const [from, to] = [this.starts[i]!, this.starts[i + 1]!];
-      const last = parts.at(-1);
-      // Consecutive log rows are consecutive bytes: one view for the run of them.
-      if (last && last.byteOffset + last.length === this.raw.byteOffset + from) {
-        parts[parts.length - 1] = this.raw.subarray(last.byteOffset - this.raw.byteOffset, to);
-      } else parts.push(this.raw.subarray(from, to));
+      let end = i + 1;
+      while (end < this.count && this.columns.g[end] === 1) end += 1;
+      parts.push(this.raw.subarray(this.starts[i], this.starts[end]));
+      i = end;
     }
     return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   }
