@@ -35,7 +35,7 @@ const BACKEND_SUITES = [
 
 export default defineConfig({
   test: {
-    reporters: ['default', './test/summary-reporter.ts'],
+    reporters: ['default', './test/timing-reporter.ts', './test/summary-reporter.ts'],
     projects: [
       {
         test: {

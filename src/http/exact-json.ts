@@ -1,5 +1,6 @@
 import type { Entry } from '../model/entry.js';
 import { RAW_DATA } from '../model/entry.js';
+import { quoteText } from '../model/json-text.js';
 
 /**
  * Producer JSON goes out as it came in. `data` is stored as the producer's own text (numbers
@@ -20,31 +21,17 @@ export function stringifyWith<T extends object>(value: T, field: keyof T, json: 
   return text.slice(0, at) + json + text.slice(at + QUOTED_PLACEHOLDER.length);
 }
 
-/** Control characters other than tab, LF and CR: text holding one is left to JSON.stringify. */
-const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCode(code)).filter(
-  (char) => !'\t\n\r'.includes(char),
-);
-
 /**
- * JSON.stringify(text), character for character, made faster for log text. V8 escapes a string
- * one character at a time once it holds a line break (every ~100 characters of a log): for a
- * megabyte of log it is most of the cost of a catch-up (docs/BENCHMARKS.md, "Catch-up").
- * Native replaceAll of the few escapes a log has is about three times faster. Anything else
- * (other control characters, lone surrogates, which JSON.stringify writes as \u escapes) goes
- * to JSON.stringify itself.
+ * An entry's JSON with TEXT_SLOT where its `text` goes, for an entry that carries its text
+ * already quoted (QUOTED_TEXT): the encoder writes those bytes in the slot's place, and the
+ * frame is byte for byte what entryJson would have made.
  */
-export function quoteText(text: string): string {
-  if (!text.isWellFormed()) return JSON.stringify(text);
-  for (const control of RARE_CONTROLS) if (text.includes(control)) return JSON.stringify(text);
-  let out = text;
-  // The backslash first: the escapes added after it hold backslashes of their own.
-  if (out.includes('\\')) out = out.replaceAll('\\', '\\\\');
-  if (out.includes('"')) out = out.replaceAll('"', '\\"');
-  if (out.includes('\n')) out = out.replaceAll('\n', '\\n');
-  if (out.includes('\r')) out = out.replaceAll('\r', '\\r');
-  if (out.includes('\t')) out = out.replaceAll('\t', '\\t');
-  return `"${out}"`;
+export function entryJsonWithTextSlot(entry: Entry): string {
+  return JSON.stringify({ ...entry, text: PLACEHOLDER });
 }
+
+/** What marks the text's place in entryJsonWithTextSlot's JSON (and in a frame holding it). */
+export const TEXT_SLOT = QUOTED_PLACEHOLDER;
 
 /** Below this many characters a text is left to JSON.stringify: its checks would gain little. */
 const QUOTE_TEXT_CHARS = 1024;

@@ -6,7 +6,7 @@ import { formatStreamCursor } from '../model/cursor.js';
 import { pipelineResource } from '../model/scopes.js';
 import { mayRead } from './auth.js';
 import type { Entry } from '../model/entry.js';
-import { RAW_DATA } from '../model/entry.js';
+import { QUOTED_TEXT, RAW_DATA } from '../model/entry.js';
 import type { StreamKey } from '../model/stream-key.js';
 import { runKey, topicKey } from '../model/stream-key.js';
 import { RUNS_FEED_TOPIC } from '../store/store.js';
@@ -24,7 +24,7 @@ import {
   streamStartQuery,
   topicParam,
 } from './params.js';
-import { entryJson } from './exact-json.js';
+import { TEXT_SLOT, entryJson, entryJsonWithTextSlot } from './exact-json.js';
 import { logAfterSeq, logAfterQuery } from './log-after.js';
 import { errors } from './schemas/api.js';
 import { runPath, topicPath } from './schemas/paths.js';
@@ -67,7 +67,10 @@ export class NativeEncoder implements FrameEncoder {
   entry(entry: Entry): Buffer {
     const kept = entryFrames.get(entry);
     if (kept?.epoch === this.epoch) return kept.frame;
-    const frame = Buffer.from(this.entryText(entry), 'utf8');
+    const quoted = this.quotedFrame(entry);
+    const frame = quoted
+      ? join(quoted, Buffer.byteLength(quoted[0]) + quoted[1].length + Buffer.byteLength(quoted[2]))
+      : Buffer.from(this.entryText(entry), 'utf8');
     entryFrames.set(entry, { epoch: this.epoch, frame });
     return frame;
   }
@@ -78,7 +81,7 @@ export class NativeEncoder implements FrameEncoder {
    * only up to GROUP_CHARS: V8 encodes one long joined string several times slower than its
    * parts (the whole batch as one string cost more than JSON-escaping it; docs/BENCHMARKS.md,
    * "Catch-up"). An entry already encoded on its own (sent to a viewer one at a time) is copied
-   * as the bytes it has, not decoded back to text.
+   * as the bytes it has, not decoded back to text, and so is a text read already quoted.
    */
   entries(entries: readonly Entry[]): Buffer {
     const kept = batchFrames.get(entries);
@@ -100,6 +103,15 @@ export class NativeEncoder implements FrameEncoder {
         size += one.frame.length;
         continue;
       }
+      const quoted = this.quotedFrame(entry);
+      if (quoted) {
+        text += quoted[0];
+        flush();
+        parts.push(quoted[1]);
+        size += quoted[1].length;
+        text = quoted[2];
+        continue;
+      }
       text += this.entryText(entry);
       if (text.length >= GROUP_CHARS) flush();
     }
@@ -115,6 +127,17 @@ export class NativeEncoder implements FrameEncoder {
     // Data kept as the producer's own JSON text may hold line breaks; JSON.stringify's has none.
     const stringified = entry[RAW_DATA] === undefined;
     return formatFrame({ id, event: entry.kind, data: entryJson(entry) }, stringified);
+  }
+
+  /** The frame of an entry whose text came quoted (QUOTED_TEXT): the text around it, and it. */
+  private quotedFrame(entry: Entry): [string, Buffer, string] | undefined {
+    const quoted = entry[QUOTED_TEXT];
+    if (quoted === undefined || entry[RAW_DATA] !== undefined) return undefined;
+    const id = formatStreamCursor(entry.seq, this.epoch);
+    const frame = formatFrame({ id, event: entry.kind, data: entryJsonWithTextSlot(entry) }, true);
+    const at = frame.indexOf(TEXT_SLOT);
+    const bytes = Buffer.from(quoted.buffer, quoted.byteOffset, quoted.byteLength);
+    return [frame.slice(0, at), bytes, frame.slice(at + TEXT_SLOT.length)];
   }
 
   cursor(seq: number): Buffer {

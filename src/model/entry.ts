@@ -6,6 +6,13 @@
 export const RAW_DATA: unique symbol = Symbol('tailwater.rawData');
 
 /**
+ * A log entry's `text` as a JSON string literal in UTF-8 (model/json-text.ts's quoteText of it),
+ * on entries read from sealed history, where a worker thread made it: an encoder copies these
+ * bytes into a frame instead of escaping the text again. Symbol-keyed: never serialized itself.
+ */
+export const QUOTED_TEXT: unique symbol = Symbol('tailwater.quotedText');
+
+/**
  * One entry of a stream. `seq` is gapless per stream from 1 and is the cursor.
  * A `log` entry carries `text` and its byte `offset` in the run's log; any other kind carries
  * `data`. Optional fields are absent rather than null, so the JSON stays small.
@@ -24,6 +31,7 @@ export interface Entry {
   /** Fields a seed system's producer sent that Tailwater has no column for (ZenML's index…). */
   extra?: Record<string, unknown>;
   [RAW_DATA]?: string;
+  [QUOTED_TEXT]?: Uint8Array;
 }
 
 /** An event as a producer sends it, before the store numbers it. */

@@ -1,4 +1,5 @@
 import type { Entry, NewEvent, NewLog } from '../model/entry.js';
+import { QUOTED_TEXT } from '../model/entry.js';
 import { LOG_KIND } from '../model/names.js';
 import type { PipelineSummary, Run } from '../model/run.js';
 import type { StreamKey } from '../model/stream-key.js';
@@ -56,6 +57,9 @@ import { payloadBytes } from './store.js';
 export interface SealedStoreOptions extends SealerOptions {
   cacheMs: number;
 }
+
+/** Blocks decoded ahead of a catch-up's page (about a megabyte of log each). */
+const READ_AHEAD = 2;
 
 export const DEFAULT_SEALED_STORE_OPTIONS: SealedStoreOptions = {
   ...Sealer.defaults,
@@ -124,9 +128,28 @@ export class SealedStore implements Store {
     };
   }
 
-  private block(key: StreamKey, sealed: Sealed, at: number): Promise<DecodedBlock> {
+  private block(
+    key: StreamKey,
+    sealed: Sealed,
+    at: number,
+    forFrames = false,
+  ): Promise<DecodedBlock> {
     const { name, index } = sealed.blocks[at]!;
-    return this.reader.block(key, name, index);
+    return this.reader.block(key, name, index, forFrames);
+  }
+
+  /**
+   * The blocks a page of entries reads are decoded on a worker with their texts quoted for the
+   * viewer's frames, and the next READ_AHEAD blocks are asked for too: while the event loop
+   * writes one block's frames, the worker decodes the next (block-decoder.ts).
+   */
+  private framesBlock(key: StreamKey, sealed: Sealed, at: number): Promise<DecodedBlock> {
+    const block = this.block(key, sealed, at, true);
+    for (let next = at + 1; next <= at + READ_AHEAD && next < sealed.blocks.length; next += 1) {
+      // Its failure, if any, is the next page's to answer.
+      this.block(key, sealed, next, true).catch(() => undefined);
+    }
+    return block;
   }
 
   // ---- entries -----------------------------------------------------------------------------
@@ -156,11 +179,15 @@ export class SealedStore implements Store {
     ) {
       const info = sealed.blocks[at]!.info;
       if (info.lastSeq < from || !wants.block(info)) continue;
-      const block = await this.block(key, sealed, at);
+      const block = await this.framesBlock(key, sealed, at);
       for (let i = Math.max(from - info.firstSeq, 0); i < block.count; i += 1) {
         const row = block.row(i)!;
         if (!wants.row(row)) continue;
-        out.push(entryFromRow(row));
+        const entry = entryFromRow(row);
+        const quoted = block.quotedText(i);
+        // Not enumerable, as RAW_DATA: the entry stays a plain value for comparisons and copies.
+        if (quoted) Object.defineProperty(entry, QUOTED_TEXT, { value: quoted });
+        out.push(entry);
         bytes += Buffer.byteLength(row.body, 'utf8');
         if (full()) return out;
       }
@@ -429,6 +456,7 @@ export class SealedStore implements Store {
 
   async close(): Promise<void> {
     await this.sealer.close();
+    await this.reader.close();
     await this.hot.close();
     await this.segments.close();
   }

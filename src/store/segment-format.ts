@@ -301,6 +301,16 @@ export function parseFooter(compressed: Uint8Array, crc: number): SegmentFooter 
 }
 
 /**
+ * Each log row's text as JSON would quote it (quoteText), end to end in UTF-8: `ends[i]` is
+ * where row i's ends (a row that is not log text has none). A catch-up copies these bytes into
+ * its frames instead of escaping megabytes of text on the event loop (block-decoder.ts).
+ */
+export interface QuotedTexts {
+  bytes: Buffer;
+  ends: Uint32Array;
+}
+
+/**
  * A block read back and checked: its decompressed bytes, from which each row is made as the
  * hot store held it when asked for. The rows' strings are the caller's, not the block's: a
  * cached block is then bytes outside the JS heap, and a viewer's page of strings dies young
@@ -316,6 +326,7 @@ export class DecodedBlock {
     private readonly starts: readonly number[],
     /** Line feeds in the log before each row (meaningful for log rows). */
     readonly lines: readonly number[],
+    private readonly quoted?: QuotedTexts,
   ) {}
 
   get count(): number {
@@ -324,7 +335,14 @@ export class DecodedBlock {
 
   /** How many bytes it holds outside the JS heap, and about what its columns take on it. */
   get weight(): number {
-    return this.raw.length + 64 * this.count;
+    return this.raw.length + (this.quoted?.bytes.length ?? 0) + 64 * this.count;
+  }
+
+  /** Row `i`'s log text as a JSON string literal in UTF-8, if the block was decoded with them. */
+  quotedText(i: number): Buffer | undefined {
+    const quoted = this.quoted;
+    if (!quoted || i < 0 || i >= this.count || this.columns.g[i] !== 1) return undefined;
+    return quoted.bytes.subarray(i === 0 ? 0 : quoted.ends[i - 1], quoted.ends[i]);
   }
 
   /** Row `i` (0 is the block's first seq), or undefined past its last. */
@@ -407,18 +425,35 @@ function countFeedBytes(raw: Buffer, from: number, to: number): number {
   return count;
 }
 
+/** The CRC-32 and length check of a block's compressed bytes against its footer entry. */
+export function checkBlock(info: BlockInfo, compressed: Uint8Array): void {
+  if (compressed.length !== info.length || crc32(compressed) !== info.crc) {
+    throw new SegmentCorrupt(`${blockName(info)} fails its checksum`);
+  }
+}
+
+function blockName(info: BlockInfo): string {
+  return `block of seqs ${info.firstSeq}–${info.lastSeq}`;
+}
+
 /** Decodes a block from its compressed bytes, checked against its footer entry. */
 export function decodeBlock(info: BlockInfo, compressed: Uint8Array): DecodedBlock {
-  const whole = `block of seqs ${info.firstSeq}–${info.lastSeq}`;
-  if (compressed.length !== info.length || crc32(compressed) !== info.crc) {
-    throw new SegmentCorrupt(`${whole} fails its checksum`);
-  }
+  checkBlock(info, compressed);
   let raw: Buffer;
   try {
     raw = decompress(compressed);
   } catch {
-    throw new SegmentCorrupt(`${whole} does not decompress`);
+    throw new SegmentCorrupt(`${blockName(info)} does not decompress`);
   }
+  return blockFromRaw(info, raw);
+}
+
+/**
+ * A block from its decompressed bytes (and, when a worker made them, its log texts quoted as
+ * JSON: QuotedTexts), checked to be whole.
+ */
+export function blockFromRaw(info: BlockInfo, raw: Buffer, quoted?: QuotedTexts): DecodedBlock {
+  const whole = blockName(info);
   let columns: BlockColumns;
   let at: number;
   try {
@@ -443,5 +478,8 @@ export function decodeBlock(info: BlockInfo, compressed: Uint8Array): DecodedBlo
   if (count !== info.lastSeq - info.firstSeq + 1 || at !== raw.length) {
     throw new SegmentCorrupt(`${whole} is not whole`);
   }
-  return new DecodedBlock(info, raw, columns, starts, lines);
+  if (quoted && quoted.ends.length !== count) {
+    throw new SegmentCorrupt(`${whole} was quoted for ${quoted.ends.length} rows`);
+  }
+  return new DecodedBlock(info, raw, columns, starts, lines, quoted);
 }

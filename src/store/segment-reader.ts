@@ -10,6 +10,7 @@ import {
   parseTrailer,
 } from './segment-format.js';
 import type { SegmentStore } from './segment-store.js';
+import { BlockDecoder } from './block-decoder.js';
 import { SegmentMissing } from './segment-store.js';
 
 /**
@@ -71,6 +72,7 @@ export class SegmentReader {
   private readonly footers: Lru<Promise<SegmentFooter>>;
   private readonly blocks: Lru<Promise<DecodedBlock>>;
   private readonly filters: Lru<Promise<Uint8Array[]>>;
+  private readonly decoder = new BlockDecoder();
 
   constructor(
     readonly segments: SegmentStore,
@@ -100,14 +102,20 @@ export class SegmentReader {
     return found;
   }
 
-  block(key: StreamKey, name: string, index: number): Promise<DecodedBlock> {
+  /**
+   * Block `index` of a segment. `forFrames`: decoded on the worker with its log texts quoted for
+   * JSON (block-decoder.ts), for a reader that writes them into frames; a block already cached
+   * is answered as it is.
+   */
+  block(key: StreamKey, name: string, index: number, forFrames = false): Promise<DecodedBlock> {
     const cacheKey = `${name}#${index}`;
     let found = this.blocks.get(cacheKey);
     if (!found) {
       found = this.guard(key, name, async () => {
         const info = (await this.footer(key, name)).blocks[index];
         if (!info) throw new SegmentCorrupt(`it has no block ${index}`);
-        return decodeBlock(info, await this.segments.read(name, info.at, info.length));
+        const compressed = await this.segments.read(name, info.at, info.length);
+        return forFrames ? this.decoder.decode(info, compressed) : decodeBlock(info, compressed);
       });
       // Weighed by its bytes as decompressed, once known.
       this.remember(this.blocks, cacheKey, found, 1024 * 1024, (block) => block.weight);
@@ -140,6 +148,10 @@ export class SegmentReader {
       );
     }
     return found;
+  }
+
+  close(): Promise<void> {
+    return this.decoder.close();
   }
 
   /** Forgets what is cached of a segment (it was removed). */

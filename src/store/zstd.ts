@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import * as zstd from 'zstd-napi';
+import { EvalWorker } from './eval-worker.js';
 
 /**
  * zstd for sealed segments (docs/STORAGE.md, "Sealed segments"). Decompression is quick (about
@@ -16,9 +16,8 @@ export function decompress(data: Uint8Array): Buffer {
 }
 
 /**
- * The worker's whole program, run with `eval` so it needs no file of its own (the same code
- * then works from the TypeScript sources and the built package): it loads the binding by the
- * path the parent resolved, and answers each [id, level, bytes] with [id, compressed].
+ * The compression worker's program (eval-worker.ts): it loads the binding by the path the
+ * parent resolved, and answers each [id, level, bytes] with [id, compressed].
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -40,58 +39,24 @@ parentPort.on('message', ([id, level, bytes]) => {
 });
 `;
 
-type Pending = { resolve: (out: Buffer) => void; reject: (error: Error) => void };
-
 /** Compresses on one worker thread, in the order asked; started on first use. */
 export class Compressor {
-  private worker: Worker | undefined;
-  private next = 0;
-  private readonly pending = new Map<number, Pending>();
+  private readonly worker = new EvalWorker('zstd', WORKER_SOURCE, { binding: zstdBinding() });
 
   async compress(data: Uint8Array, level: number): Promise<Buffer> {
-    const worker = this.start();
-    const id = this.next++;
     // A copy: the worker takes ownership of what it is sent, and `data` may be a view of a
     // larger buffer the caller still uses.
     const bytes = new Uint8Array(data);
-    return new Promise<Buffer>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) worker.ref();
-      worker.postMessage([id, level, bytes], [bytes.buffer]);
-    });
+    const out = await this.worker.call<Uint8Array>([level, bytes], [bytes.buffer]);
+    return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (worker) await worker.terminate();
+  close(): Promise<void> {
+    return this.worker.close();
   }
+}
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
-    const binding = createRequire(import.meta.url).resolve('zstd-napi');
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { binding } });
-    worker.on('message', ([id, out, error]: [number, Uint8Array | null, string | null]) => {
-      const waiting = this.pending.get(id);
-      this.pending.delete(id);
-      if (this.pending.size === 0) worker.unref();
-      if (!waiting) return;
-      if (out) waiting.resolve(Buffer.from(out.buffer, out.byteOffset, out.byteLength));
-      else waiting.reject(new Error(`zstd: ${error ?? 'compression failed'}`));
-    });
-    worker.on('error', (error) => this.failAll(error));
-    worker.on('exit', () => {
-      if (this.worker === worker) this.worker = undefined;
-      this.failAll(new Error('zstd: the compression worker stopped'));
-    });
-    // Idle, it does not keep the process alive.
-    worker.unref();
-    this.worker = worker;
-    return worker;
-  }
-
-  private failAll(error: Error): void {
-    for (const waiting of this.pending.values()) waiting.reject(error);
-    this.pending.clear();
-  }
+/** Where the binding is, for a worker to load it (workers have no import.meta of ours). */
+export function zstdBinding(): string {
+  return createRequire(import.meta.url).resolve('zstd-napi');
 }

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Entry } from '../../src/model/entry.js';
-import { entryJson, quoteText } from '../../src/http/exact-json.js';
+import { entryJson } from '../../src/http/exact-json.js';
+import { quoteText } from '../../src/model/json-text.js';
 
 // quoteText is JSON.stringify of a string made faster for log text: it must write exactly what
 // JSON.stringify writes, whatever the text holds, or a viewer would read other text.
