@@ -10,6 +10,7 @@ interface RunFlags extends ClientFlags {
   step?: string;
   timeout?: string;
   readTimeout?: string;
+  killGrace?: string;
 }
 
 function seconds(name: string, value: string | undefined, fallback: number): number {
@@ -36,6 +37,10 @@ export function runCommandLine(program: Command): void {
     .option('--step <name>', 'the step the output is filed under')
     .option('--timeout <seconds>', 'stop the command after this long (default 3600)')
     .option('--read-timeout <seconds>', 'stop it after this long without output (default 300)')
+    .option(
+      '--kill-grace <seconds>',
+      'when stopping it, how long its processes have after SIGTERM before SIGKILL (default 10)',
+    )
     .argument('<command...>', 'the command and its arguments, after --');
   addClientOptions(command).action(async (commandLine: string[], flags: RunFlags) => {
     const settings = loadSettings({});
@@ -48,6 +53,11 @@ export function runCommandLine(program: Command): void {
       flags.readTimeout,
       settings.runnerReadTimeoutSeconds,
     );
+    const killGraceSeconds = seconds(
+      'kill-grace',
+      flags.killGrace,
+      settings.runnerKillGraceSeconds,
+    );
     const client = clientFrom(flags);
     process.stderr.write(`tailwater: run ${runId} of ${flags.pipeline} on ${client.server}\n`);
     const exitCode = await runCommand({
@@ -59,6 +69,7 @@ export function runCommandLine(program: Command): void {
       args,
       timeoutSeconds,
       readTimeoutSeconds,
+      killGraceMs: killGraceSeconds * 1000,
       chunkBytes: settings.runnerChunkBytes,
     });
     process.exit(exitCode);

@@ -215,6 +215,8 @@ export const settingsSchema = z.strictObject({
   runnerFlushSeconds: seconds.positive().default(3),
   runnerTimeoutSeconds: seconds.positive().default(3600),
   runnerReadTimeoutSeconds: seconds.positive().default(300),
+  /** How long a stopped command's processes have after SIGTERM before SIGKILL (Freight's 10). */
+  runnerKillGraceSeconds: seconds.positive().default(10),
   publisherQueue: positiveInt.default(4096),
   publisherBatch: positiveInt.default(64),
 });
