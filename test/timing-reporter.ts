@@ -6,8 +6,8 @@ const SLOWEST = 20;
 
 /**
  * Prints where the suite's time went: each project's summed file time and the slowest files,
- * each with its own time (collect + tests + hooks). A suite that must answer in minutes
- * (docs/TESTING.md) needs its cost visible on every run, not found by hand when it has grown.
+ * each with its own time (collect + tests + hooks). A suite that must answer in minutes needs
+ * its cost visible on every run, not found by hand once it has grown.
  * `TAILWATER_TEST_TIMES=<file>` also writes every file's time there, tab-separated, so two
  * runs can be compared.
  */
