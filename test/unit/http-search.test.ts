@@ -57,6 +57,8 @@ async function fixture(overrides: Record<string, unknown> = {}): Promise<Fixture
     ])
   ).seqs[0]!;
   await t.ingest.putRun('etl.daily', 'r1', { status: 'failed' });
+  // Times are to the millisecond: r2 must be created after r1 for `since` to tell them apart.
+  await new Promise((resolve) => setTimeout(resolve, 5));
   await t.ingest.putRun('etl.daily', 'r2', { status: 'running' });
   const etlOk = (await t.ingest.appendLog('etl.daily', 'r2', { text: OK_LOG })).seq;
   await t.ingest.putRun('etl.daily', 'r2', { status: 'success' });
