@@ -19,18 +19,7 @@ const RUNS_PER_QUERY = 32;
  * matched as the full-text index would (every literal, ignoring case). Documents come newest
  * first (descending id), runs by position and, within a run, blocks by their highest id.
  */
-/** Spans of log text a search keeps (each about a block, ~1 MiB, twice: text and lower case). */
-const KEPT_SPANS = 8;
-
-interface Span {
-  bytes: Buffer;
-  whole: string;
-  ascii: boolean;
-  lower: string;
-}
-
 export class SealedSearch {
-  private readonly spans = new Map<string, Span>();
   constructor(
     private readonly catalog: SealCatalog,
     private readonly reader: SegmentReader,
@@ -110,39 +99,6 @@ export class SealedSearch {
   }
 
   /**
-   * The log text from byte `start` to `end` of a sealed run, as bytes and as text and its lower
-   * case. The last few are kept: a search reads the same blocks again for every query and page,
-   * and making a megabyte of text and its lower case each time doubled a common literal's
-   * search (docs/BENCHMARKS.md, "Search and ingest with sealed history").
-   */
-  private async span(key: StreamKey, sealed: Sealed, start: number, end: number): Promise<Span> {
-    const first = lastBlockAtMost(sealed, start, (info) => info.logOffset, true);
-    const cacheKey = `${sealed.blocks[first]!.name}#${sealed.blocks[first]!.index}:${start}-${end}`;
-    const kept = this.spans.get(cacheKey);
-    if (kept) {
-      this.spans.delete(cacheKey);
-      this.spans.set(cacheKey, kept);
-      return kept;
-    }
-    const from = sealed.blocks[first]!.info.logOffset;
-    const parts: Buffer[] = [];
-    for (let b = first; b < sealed.blocks.length; b += 1) {
-      const { name, index, info } = sealed.blocks[b]!;
-      if (info.logOffset >= end) break;
-      if (info.logEntries > 0) parts.push((await this.reader.block(key, name, index)).logBytes());
-    }
-    const bytes = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).subarray(
-      start - from,
-      end - from,
-    );
-    const whole = bytes.toString('utf8');
-    const span = { bytes, whole, ascii: whole.length === bytes.length, lower: whole.toLowerCase() };
-    this.spans.set(cacheKey, span);
-    if (this.spans.size > KEPT_SPANS) this.spans.delete(this.spans.keys().next().value!);
-    return span;
-  }
-
-  /**
    * The texts of a block's documents. Log documents are cut from one buffer of the log bytes
    * they span (the block's, and the next ones' where the last runs on), made once per block
    * rather than per document; for ASCII text, a document's text and its lower case are slices
@@ -159,7 +115,21 @@ export class SealedSearch {
     if (logs.length === 0) return eventTexts(block, docs);
     const start = Math.min(...logs.map((doc) => doc.offset!));
     const end = Math.max(...logs.map((doc) => doc.offset! + doc.bytes));
-    const { bytes, whole, ascii, lower } = await this.span(key, sealed, start, end);
+    const first = lastBlockAtMost(sealed, start, (info) => info.logOffset, true);
+    const from = sealed.blocks[first]!.info.logOffset;
+    const parts: Buffer[] = [];
+    for (let b = first; b < sealed.blocks.length; b += 1) {
+      const { name, index, info } = sealed.blocks[b]!;
+      if (info.logOffset >= end) break;
+      if (info.logEntries > 0) parts.push((await this.reader.block(key, name, index)).logBytes());
+    }
+    const bytes = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).subarray(
+      start - from,
+      end - from,
+    );
+    const whole = bytes.toString('utf8');
+    const ascii = whole.length === bytes.length;
+    const lower = whole.toLowerCase();
     const text = (d: number): string => {
       const doc = docs[d]!;
       if (doc.kind === 'event') return block.row(doc.seq! - block.info.firstSeq)?.body ?? '';
