@@ -2,6 +2,7 @@ import type { StreamKey } from '../../src/model/stream-key.js';
 import { runKey } from '../../src/model/stream-key.js';
 import { planSearch } from '../../src/model/search-query.js';
 import { search } from '../../src/engine/search.js';
+import type { SealedStoreOptions } from '../../src/store/sealed-store.js';
 import type { Store } from '../../src/store/store.js';
 
 /**
@@ -10,6 +11,21 @@ import type { Store } from '../../src/store/store.js';
  */
 
 export const PIPELINE = 'etl.nightly';
+
+/** Small segments and blocks, so the history spans many of each. */
+export const SMALL_SEGMENTS: SealedStoreOptions = {
+  segmentBytes: 24_000,
+  blockBytes: 4_000,
+  level: 3,
+  settleMs: 0,
+  graceMs: 0,
+  cacheMs: 0,
+};
+
+/** Indexes everything for search: a run is sealed once the search index holds it. */
+export async function indexAll(store: Store): Promise<void> {
+  while ((await store.indexForSearch({ maxEntries: 5000, maxBytes: 1 << 20 })).more);
+}
 
 /** Lines of the kind real programs print, with some that only a few hold. */
 function line(run: number, n: number): string {

@@ -6,32 +6,26 @@ import type { SealedStoreOptions } from '../../src/store/sealed-store.js';
 import type { SealStep } from '../../src/store/sealer.js';
 import type { SegmentStore } from '../../src/store/segment-store.js';
 import type { Store } from '../../src/store/store.js';
-import { KEYS, PIPELINE, readEverything, writeHistory } from '../helpers/sealed-history.js';
+import {
+  KEYS,
+  PIPELINE,
+  SMALL_SEGMENTS as SMALL,
+  indexAll,
+  readEverything,
+  writeHistory,
+} from '../helpers/sealed-history.js';
 
 // Sealed history (docs/STORAGE.md, "Sealed segments"), on every hot store and segment store:
 // every read path answers the same before and after sealing, byte for byte, and a seal
 // interrupted at any step loses nothing and duplicates nothing.
+
+const later = () => Date.now() + 1000;
 
 /** Opens stores on one place's data: each call a new connection to the same data. */
 export interface SealedBackend {
   hot(): Promise<Store & SealCatalog>;
   segments(): SegmentStore;
   cleanup(): Promise<void>;
-}
-
-/** Small segments and blocks, so the history spans many of each. */
-const SMALL: SealedStoreOptions = {
-  segmentBytes: 24_000,
-  blockBytes: 4_000,
-  level: 3,
-  settleMs: 0,
-  graceMs: 0,
-  cacheMs: 0,
-};
-const later = () => Date.now() + 1000;
-
-async function indexAll(store: SealedStore): Promise<void> {
-  while ((await store.indexForSearch({ maxEntries: 5000, maxBytes: 1 << 20 })).more);
 }
 
 export function sealedHistorySuite(name: string, backend: () => Promise<SealedBackend>): void {

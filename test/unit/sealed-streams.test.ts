@@ -4,28 +4,23 @@ import { MemoryBus } from '../../src/bus/memory.js';
 import { OPENMETADATA_PREFIX } from '../../src/http/openmetadata.js';
 import { runKey } from '../../src/model/stream-key.js';
 import { SealedStore } from '../../src/store/sealed-store.js';
-import type { SealedStoreOptions } from '../../src/store/sealed-store.js';
 import { LocalSegmentStore } from '../../src/store/segment-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
 import { backendPair } from '../helpers/backends.js';
-import { KEYS, PIPELINE, writeHistory } from '../helpers/sealed-history.js';
+import {
+  KEYS,
+  PIPELINE,
+  SMALL_SEGMENTS,
+  indexAll,
+  writeHistory,
+} from '../helpers/sealed-history.js';
 
 // A sealed run's frames come from another path than a hot run's: its blocks are decoded on a
 // worker thread, which quotes each log text for JSON there, and the native encoder copies those
 // bytes into the frame (docs/STORAGE.md, "Reading sealed history"). Whatever the text holds,
 // each stream must read the same bytes before and after sealing.
-
-/** Small segments and blocks, so each run spans many of both. */
-const SMALL: SealedStoreOptions = {
-  segmentBytes: 24_000,
-  blockBytes: 4_000,
-  level: 3,
-  settleMs: 0,
-  graceMs: 0,
-  cacheMs: 0,
-};
 
 /**
  * Text that takes every path of the quoting: escapes, controls, long lines (a lone surrogate
@@ -56,7 +51,7 @@ beforeAll(async () => {
       new SealedStore(
         new SqliteStore(join(dir, 'tailwater.db')),
         new LocalSegmentStore(join(dir, 'segments')),
-        SMALL,
+        SMALL_SEGMENTS,
       ),
       new MemoryBus(),
     ),
@@ -114,8 +109,7 @@ async function readAll(): Promise<Map<string, string>> {
 describe('streams of a sealed run', () => {
   it('read byte for byte as they did hot, in the native and OpenMetadata dialects, from any start', async () => {
     const hot = await readAll();
-    // A run is sealed once the search index holds it.
-    while ((await store.indexForSearch({ maxEntries: 5000, maxBytes: 1 << 20 })).more);
+    await indexAll(store);
     await store.sealer.catchUp(() => Date.now() + 1000);
     for (const run of RUNS) {
       expect((await store.hot.segmentsOf(runKey(PIPELINE, run))).length, run).toBeGreaterThan(0);
