@@ -1,4 +1,4 @@
-import { quoteText } from '../model/json-text.js';
+import { quoteLatin1, quoteText } from '../model/json-text.js';
 import { EvalWorker } from './eval-worker.js';
 import type { BlockInfo, DecodedBlock } from './segment-format.js';
 import { blockFromRaw, checkBlock, decodeBlock } from './segment-format.js';
@@ -6,14 +6,18 @@ import { zstdBinding } from './zstd.js';
 
 /**
  * The decoding worker's program (eval-worker.ts): it decompresses a block and quotes each log
- * row's text as JSON (the same quoteText, its source run there), and hands both back without a
- * copy. Buffers that share memory with others (Node's pool) are copied before they go.
+ * row's text as JSON, and hands both back without a copy. A block that says which control
+ * characters its texts hold (the `e` column) is quoted byte for byte (quoteLatin1): no text is
+ * decoded from UTF-8 or encoded back, and only those characters are looked for. An older block
+ * is quoted as text (quoteText). Each function's source runs there. Buffers that share memory
+ * with others (Node's pool) are copied before they go.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const zstd = require(workerData.binding);
 const decompressor = new zstd.Decompressor();
 const quoteText = ${quoteText.toString()};
+const quoteLatin1 = ${quoteLatin1.toString()};
 const own = (b) => (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b));
 parentPort.on('message', ([id, compressed]) => {
   try {
@@ -27,14 +31,21 @@ parentPort.on('message', ([id, compressed]) => {
     for (let i = 0; i < columns.l.length; i += 1) {
       const end = start + columns.l[i];
       if (columns.g[i] === 1) {
-        const quoted = Buffer.from(quoteText(raw.toString('utf8', start, end)), 'utf8');
+        const quoted = typeof columns.e === 'string'
+          ? quoteLatin1(raw.toString('latin1', start, end), columns.e)
+          : Buffer.from(quoteText(raw.toString('utf8', start, end)), 'utf8');
         parts.push(quoted);
         size += quoted.length;
       }
       ends[i] = size;
       start = end;
     }
-    const out = [own(raw), own(Buffer.concat(parts, size)), ends];
+    const texts = Buffer.allocUnsafeSlow(size);
+    let to = 0;
+    for (const part of parts) {
+      to += typeof part === 'string' ? texts.write(part, to, 'latin1') : part.copy(texts, to);
+    }
+    const out = [own(raw), texts, ends];
     parentPort.postMessage([id, out, null], out.map((b) => b.buffer));
   } catch (error) {
     parentPort.postMessage([id, null, String((error && error.message) || error)]);

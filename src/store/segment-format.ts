@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { controlCharacters } from '../model/json-text.js';
 import type { EntryRow } from './entry-row.js';
 import { buildFilter, filterBitsFor } from './trigram-filter.js';
 import { decompress } from './zstd.js';
@@ -89,6 +90,13 @@ interface BlockColumns {
   c?: Array<string | null>;
   p?: Array<string | null>;
   x?: Array<string | null>;
+  /**
+   * Line feeds in each row's body (0 for a row that is not log text), and the control
+   * characters the log texts hold (controlCharacters). Blocks sealed before these existed
+   * lack them; a reader then counts and looks for itself.
+   */
+  n?: number[];
+  e?: string;
 }
 
 export interface SegmentOptions {
@@ -119,15 +127,28 @@ function dictionary(values: readonly string[]): { dict: string[]; index: number[
   return { dict, index };
 }
 
-function encodeColumns(rows: readonly EntryRow[]): { raw: Buffer; bodies: Buffer[] } {
+function encodeColumns(rows: readonly EntryRow[]): {
+  raw: Buffer;
+  bodies: Buffer[];
+  feeds: number[];
+} {
   const bodies = rows.map((row) => Buffer.from(row.body, 'utf8'));
   const kinds = dictionary(rows.map((row) => row.kind));
+  const isLog = (row: EntryRow) => row.log_offset !== null;
+  const feeds = bodies.map((body, i) =>
+    isLog(rows[i]!) ? countFeedBytes(body, 0, body.length) : 0,
+  );
+  const controls = new Set(
+    rows.flatMap((row) => (isLog(row) ? [...controlCharacters(row.body)] : [])),
+  );
   const columns: BlockColumns = {
     t: rows.map((row, i) => (i === 0 ? row.time : row.time - rows[i - 1]!.time)),
     k: kinds.index,
     kd: kinds.dict,
-    g: rows.map((row) => (row.log_offset === null ? 0 : 1)),
+    g: rows.map((row) => (isLog(row) ? 1 : 0)),
     l: bodies.map((body) => body.length),
+    n: feeds,
+    e: [...controls].sort().join(''),
   };
   if (rows.some((row) => row.step !== null)) {
     const steps = dictionary(rows.flatMap((row) => (row.step === null ? [] : [row.step])));
@@ -144,7 +165,7 @@ function encodeColumns(rows: readonly EntryRow[]): { raw: Buffer; bodies: Buffer
   const json = Buffer.from(JSON.stringify(columns), 'utf8');
   const prefix = Buffer.alloc(4);
   prefix.writeUInt32LE(json.length);
-  return { raw: Buffer.concat([prefix, json, ...bodies]), bodies };
+  return { raw: Buffer.concat([prefix, json, ...bodies]), bodies, feeds };
 }
 
 export interface SegmentInput {
@@ -207,7 +228,7 @@ export async function buildSegment(
   let rawBytes = 0;
   const blocks = cutBlocks(input.rows, options.blockBytes);
   for (const rows of blocks) {
-    const { raw, bodies } = encodeColumns(rows);
+    const { raw, bodies, feeds } = encodeColumns(rows);
     const compressed = await compressor.compress(raw, options.level);
     const kinds: Record<string, number> = {};
     let logBytes = 0;
@@ -223,7 +244,7 @@ export async function buildSegment(
         }
         logEntries += 1;
         logBytes += bodies[i]!.length;
-        logLines += countFeedBytes(bodies[i]!, 0, bodies[i]!.length);
+        logLines += feeds[i]!;
       }
     });
     infos.push({
@@ -471,11 +492,12 @@ export function blockFromRaw(info: BlockInfo, raw: Buffer, quoted?: QuotedTexts)
     const length = columns.l[i]!;
     starts.push(at);
     lines.push(line);
-    if (columns.g[i] === 1) line += countFeedBytes(raw, at, at + length);
+    if (columns.g[i] === 1) line += columns.n?.[i] ?? countFeedBytes(raw, at, at + length);
     at += length;
   }
   starts.push(at);
-  if (count !== info.lastSeq - info.firstSeq + 1 || at !== raw.length) {
+  const wholeLines = line - info.logLine === info.logLines;
+  if (count !== info.lastSeq - info.firstSeq + 1 || at !== raw.length || !wholeLines) {
     throw new SegmentCorrupt(`${whole} is not whole`);
   }
   if (quoted && quoted.ends.length !== count) {
