@@ -4,7 +4,7 @@
  * text in a file, all measured in the same run and read by the same byte-counting consumer.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
+import { closeSync, cpSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,21 +151,31 @@ function readCat(file: string): Promise<Read> {
 
 type Kind = 'cat' | 'text' | 'sse' | 'sealedText' | 'sealedSse';
 
-/** One uncounted read of each kind (the page cache then holds the data), then the rounds. */
+/**
+ * One uncounted read of each kind (the page cache then holds the data), then the rounds: the
+ * hot kinds from the hot server, the sealed ones from the sealed server, both up all along.
+ */
 async function readRounds(
-  server: TailwaterProc,
+  hot: TailwaterProc,
+  sealedServer: TailwaterProc,
   file: string,
   order: Kind[],
 ): Promise<Record<Kind, Read[]>> {
-  const host = `Host: 127.0.0.1:${server.port}\r\n`;
-  const sseRequest = `GET ${RUN}/stream HTTP/1.1\r\n${host}Accept: text/event-stream\r\n\r\n`;
-  const textRequest = `GET ${RUN}/log.txt HTTP/1.1\r\n${host}Connection: close\r\n\r\n`;
+  const requests = (server: TailwaterProc) => {
+    const host = `Host: 127.0.0.1:${server.port}\r\n`;
+    return {
+      sse: `GET ${RUN}/stream HTTP/1.1\r\n${host}Accept: text/event-stream\r\n\r\n`,
+      text: `GET ${RUN}/log.txt HTTP/1.1\r\n${host}Connection: close\r\n\r\n`,
+    };
+  };
+  const read = (server: TailwaterProc, what: 'sse' | 'text') =>
+    readSocket(server.port, requests(server)[what], server);
   const measure: Record<Kind, () => Promise<Read>> = {
     cat: () => readCat(file),
-    text: () => readSocket(server.port, textRequest, server),
-    sse: () => readSocket(server.port, sseRequest, server),
-    sealedText: () => readSocket(server.port, textRequest, server),
-    sealedSse: () => readSocket(server.port, sseRequest, server),
+    text: () => read(hot, 'text'),
+    sse: () => read(hot, 'sse'),
+    sealedText: () => read(sealedServer, 'text'),
+    sealedSse: () => read(sealedServer, 'sse'),
   };
   const reads: Record<Kind, Read[]> = { cat: [], text: [], sse: [], sealedText: [], sealedSse: [] };
   for (const kind of order) await measure[kind]();
@@ -184,14 +194,15 @@ export async function benchCatchup(): Promise<void> {
   const started = performance.now();
   const free = statfsSync(tmpdir());
   const freeBytes = free.bavail * free.bsize;
-  // The .db file, its WAL and the text file each hold about the run's size.
-  if (freeBytes < TOTAL_BYTES * 4) {
+  // The .db file and its WAL, their copy to seal, and the text file each hold about the run's size.
+  if (freeBytes < TOTAL_BYTES * 6) {
     throw new Error(
-      `catchup: ${fmt(freeBytes / MiB)} MiB free in ${tmpdir()}, it needs ${fmt((TOTAL_BYTES * 4) / MiB)}`,
+      `catchup: ${fmt(freeBytes / MiB)} MiB free in ${tmpdir()}, it needs ${fmt((TOTAL_BYTES * 6) / MiB)}`,
     );
   }
   const dir = mkdtempSync(join(tmpdir(), 'tailwater-bench-catchup-'));
   let server: TailwaterProc | undefined;
+  let hot: TailwaterProc | undefined;
   try {
     const busyBefore = await machineBusy();
     // Hot first, with sealing off: today's store, read before any of it is sealed.
@@ -233,21 +244,32 @@ export async function benchCatchup(): Promise<void> {
     await searchIndexCaughtUp(server);
     const indexSeconds = (performance.now() - indexStart) / 1000;
 
-    const reads = await readRounds(server, file, ['cat', 'text', 'sse']);
-
-    // Then sealed: the same data, a server that seals the run at once (docs/STORAGE.md).
+    // Then a copy of the data for a server that seals the run at once (docs/STORAGE.md), and
+    // this one back on the hot original: every kind is read in the same rounds, so the minutes
+    // of sealing between do not put a different machine under the hot and the sealed reads.
     await server.stop();
-    server = await startTailwater(
+    server = undefined;
+    cpSync(join(dir, 'data'), join(dir, 'sealed'), { recursive: true });
+    hot = await startTailwater(
       join(dir, 'data'),
+      { ...STREAM_LIMIT, TAILWATER_SEGMENTS: 'off' },
+      SERVER_FLAGS,
+    );
+    server = await startTailwater(
+      join(dir, 'sealed'),
       { ...STREAM_LIMIT, TAILWATER_SEAL_AFTER_SECONDS: '0', TAILWATER_SEAL_GRACE_SECONDS: '2' },
       SERVER_FLAGS,
     );
     const sealStart = performance.now();
     const sealedBytes = await sealed(server);
     const sealSeconds = (performance.now() - sealStart) / 1000;
-    const sealedReads = await readRounds(server, file, ['sealedText', 'sealedSse']);
-    reads.sealedText = sealedReads.sealedText;
-    reads.sealedSse = sealedReads.sealedSse;
+    const reads = await readRounds(hot, server, file, [
+      'cat',
+      'text',
+      'sse',
+      'sealedText',
+      'sealedSse',
+    ]);
 
     for (const read of [...reads.text, ...reads.sealedText]) {
       if (read.wireBytes < logBytes) throw new Error(`log.txt: ${read.wireBytes} of ${logBytes} B`);
@@ -320,16 +342,16 @@ export async function benchCatchup(): Promise<void> {
       'catchup',
       'Catch-up of a finished run',
       [
-        `One viewer reading a finished run of ${fmt(logBytes / MiB)} MiB of log text (${fmt(logBytes / LINE_BYTES)} lines of ${LINE_BYTES} B, each different) from the start, in MiB of log text per second, on the SQLite store (the default) of a real \`tailwater serve\`. The run is made through the API: \`PUT …/runs/r1\` running, ${appends} \`POST …/logs\` of text/plain bodies of ~8 MiB (stored as chunks of ≤ 64 KiB, \`maxEventBytes\`; ${fmt(logBytes / MiB / (appendMs / 1000))} MiB/s of appends), then \`PUT\` success. Baseline: \`GET …/log.txt\` of the same run from the same server. Reference: \`cat\` of a file holding the same text. Each is read by one consumer in the benchmark's process that counts bytes and nothing else (a raw \`node:net\` socket for the two requests, a pipe for \`cat\`), until the server closes the connection (the stream after its \`end\` frame) or \`cat\` exits. One read of each first, not counted, so the page cache holds the file and the database; then ${ROUNDS} rounds, the order alternating; the median. Goal (issue #17): the SSE viewer ≥ ${GOAL * 100} % of log.txt's MiB/s.`,
+        `One viewer reading a finished run of ${fmt(logBytes / MiB)} MiB of log text (${fmt(logBytes / LINE_BYTES)} lines of ${LINE_BYTES} B, each different) from the start, in MiB of log text per second, on the SQLite store (the default) of a real \`tailwater serve\`. The run is made through the API: \`PUT …/runs/r1\` running, ${appends} \`POST …/logs\` of text/plain bodies of ~8 MiB (stored as chunks of ≤ 64 KiB, \`maxEventBytes\`; ${fmt(logBytes / MiB / (appendMs / 1000))} MiB/s of appends), then \`PUT\` success. Baseline: \`GET …/log.txt\` of the same run from the hot store. Reference: \`cat\` of a file holding the same text. Each is read by one consumer in the benchmark's process that counts bytes and nothing else (a raw \`node:net\` socket for the two requests, a pipe for \`cat\`), until the server closes the connection (the stream after its \`end\` frame) or \`cat\` exits. One read of each first, not counted, so the page cache holds the file and the database; then ${ROUNDS} rounds, the order alternating; the median. Goal (issue #17): the SSE viewer ≥ ${GOAL * 100} % of log.txt's MiB/s.`,
         '',
-        `The hot rounds run on a server with sealing off (\`TAILWATER_SEGMENTS=off\`: today's store). Then the server is restarted on the same data with sealing on (\`TAILWATER_SEAL_AFTER_SECONDS=0\`, \`TAILWATER_SEAL_GRACE_SECONDS=2\`, default segments: 16 MiB, 1 MiB blocks, zstd 9, under the data directory); once \`/metrics\` shows no hot log text (${sealSeconds.toFixed(0)} s: the run is ${fmt(sealedBytes / MiB)} MiB of segments, ${(sealedBytes / logBytes).toFixed(3)} × its text), the same reads of the sealed run, one of each first and then ${ROUNDS} rounds. Goal (issue #28): the sealed run's SSE viewer ≥ ${SEALED_GOAL * 100} % of the hot log.txt.`,
+        `The hot reads come from a server with sealing off (\`TAILWATER_SEGMENTS=off\`: today's store). Once the run is made and indexed, that server stops, its data directory is copied, and a second server on the copy seals the run at once (\`TAILWATER_SEAL_AFTER_SECONDS=0\`, \`TAILWATER_SEAL_GRACE_SECONDS=2\`, default segments: 16 MiB, 1 MiB blocks, zstd 9, under the data directory) while the first is back on the original; once \`/metrics\` shows no hot log text (${sealSeconds.toFixed(0)} s: the run is ${fmt(sealedBytes / MiB)} MiB of segments, ${(sealedBytes / logBytes).toFixed(3)} × its text), every kind is read in the same rounds, hot from the one and sealed from the other, so the sealed reads are measured on the same machine state as their baseline. Goal (issue #28): the sealed run's SSE viewer ≥ ${SEALED_GOAL * 100} % of the hot log.txt.`,
         '',
         `The stream's byte limit \`maxStreamBytes\` (default 32 MiB, past which a viewer gets \`end\` with \`maxBytes\` and reconnects from its Last-Event-ID) is raised to ${fmt(MAX_STREAM_BYTES / MiB)} MiB for this benchmark, so the viewer reads the run in one connection; the benchmark checks that each stream ended with \`runFinished\`. The machine was ${(busyBefore * 100).toFixed(0)} % busy in the second before the server started (other work: 2 cores shared with it). Reads begin once the server's search index has caught up with the run (it took ${indexSeconds.toFixed(0)} s), so no round shares the server with the indexer. This part took ${minutes.toFixed(1)} min, most of it making, indexing and sealing the run; its data is deleted after. Run it alone with \`npm run bench -- catchup\`; to see where the server's time goes, with \`BENCH_CATCHUP_NODE_FLAGS='--cpu-prof --cpu-prof-dir=<dir>'\` (and \`BENCH_CATCHUP_BYTES\` smaller).`,
       ].join('\n'),
       rows,
     );
   } finally {
-    await server?.stop();
+    await Promise.all([server?.stop(), hot?.stop()]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

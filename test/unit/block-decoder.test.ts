@@ -27,7 +27,7 @@ function rows(): EntryRow[] {
   let offset = 0;
   for (let seq = 1; seq <= 40; seq += 1) {
     const isLog = seq % 7 !== 0;
-    const body = isLog ? TEXTS[seq % TEXTS.length]! : JSON.stringify({ n: seq, "q\"": '\n' });
+    const body = isLog ? TEXTS[seq % TEXTS.length]! : JSON.stringify({ n: seq, 'q"': '\n' });
     out.push({
       seq,
       time: 1_765_000_000_000 + seq,
