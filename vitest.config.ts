@@ -33,8 +33,37 @@ const BACKEND_SUITES = [
   'test/unit/otlp-ingest.test.ts',
 ];
 
+/**
+ * e2e files that run alone, after everything else, one at a time: stomp-source stops and starts
+ * the shared ActiveMQ, which stomp-fleet needs up all along; the others load the machine hard
+ * (failover's outages under a stream of appends, hostile-clients' 40 MB bodies and 300,000-entry
+ * reads, replicas' fleet behind nginx, viewer-memory's 11,000 sockets) and would slow every file
+ * beside them.
+ */
+const E2E_ALONE = [
+  'test/e2e/stomp-source.test.ts',
+  'test/e2e/stomp-fleet.test.ts',
+  'test/e2e/failover.test.ts',
+  'test/e2e/hostile-clients.test.ts',
+  'test/e2e/replicas.test.ts',
+  'test/e2e/viewer-memory.test.ts',
+];
+
+const e2eOptions = {
+  // The slow-viewer test measures memory after a full collection.
+  execArgv: ['--expose-gc'],
+  testTimeout: 120_000,
+  hookTimeout: 60_000,
+  // A browser's view of a live stream settles when it settles: a poll waits as a waitFor does.
+  expect: { poll: { timeout: 10_000 } },
+};
+
 export default defineConfig({
   test: {
+    // Files run side by side, more of them than the cores: most of a file's time is waiting
+    // (for a server to start, a stream to end, a browser to draw), and each file has its own
+    // servers, temporary directories, databases and Redis namespaces (test/helpers/backends.ts).
+    maxWorkers: 3,
     reporters: ['default', './test/timing-reporter.ts', './test/summary-reporter.ts'],
     projects: [
       {
@@ -61,7 +90,6 @@ export default defineConfig({
           include: ['test/services/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 30_000,
-          fileParallelism: false,
         },
       },
       {
@@ -78,12 +106,17 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          // The slow-viewer test measures memory after a full collection.
-          execArgv: ['--expose-gc'],
           include: ['test/e2e/**/*.test.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 60_000,
+          exclude: E2E_ALONE,
+          ...e2eOptions,
+        },
+      },
+      {
+        test: {
+          name: 'e2e-alone',
+          include: E2E_ALONE,
           fileParallelism: false,
+          ...e2eOptions,
         },
       },
     ],

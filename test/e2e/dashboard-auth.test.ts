@@ -219,8 +219,9 @@ describe('signing in to the dashboard in Chromium', () => {
     await page.goto(`${server!.url}/ui/pipelines/${PIPELINE}/runs/r2`);
     await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
 
-    // A token of a few seconds: its stream ends with `tokenExpired` at exp.
-    const shortLived = await mint({ read: ['pipeline:dash.*'] }, 6, 'viewer');
+    // A token of seconds: its stream ends with `tokenExpired` at exp. Long enough for what comes
+    // before it on a busy machine (the checks before the dialog must see it still valid).
+    const shortLived = await mint({ read: ['pipeline:dash.*'] }, 15, 'viewer');
     await signIn(page, shortLived, page);
     await page.getByTestId('connection-state').getByText('Live', { exact: true }).waitFor();
     await expect.poll(() => logLines(page)).toEqual(lineList(1, 10));
@@ -232,7 +233,7 @@ describe('signing in to the dashboard in Chromium', () => {
     await page.getByTestId('search-count').getByText('1 of 1', { exact: true }).waitFor();
 
     const dialog = page.getByRole('dialog', { name: 'Sign in again' });
-    await dialog.waitFor({ timeout: 15_000 });
+    await dialog.waitFor({ timeout: 30_000 });
     expect(await dialog.textContent()).toContain('Your token expired.');
     expect(await page.getByTestId('connection-state').textContent()).toBe(
       'Paused: the token expired; sign in again to resume',

@@ -134,11 +134,12 @@ const alive = (server: ServerProcess): string => {
 };
 
 describe('failover: the fleet through an outage of Redis or PostgreSQL', () => {
-  it('Redis stopped for 30 s during appends and reads: 0 lost, 0 duplicated, in order; polled within pollSeconds while down, /readyz says the bus is degraded, and push again once Redis is back', async () => {
+  it('Redis stopped for 12 s during appends and reads: 0 lost, 0 duplicated, in order; polled within pollSeconds while down, /readyz says the bus is degraded, and push again once Redis is back', async () => {
     // pollSeconds well above a push's latency, so that a p50 under 100 ms can only be push.
     const POLL_SECONDS = 2;
     const MARGIN_MS = 1_000;
-    const OUTAGE_MS = 30_000;
+    // Six polls long: long enough to show the polling, short enough for the suite.
+    const OUTAGE_MS = 12_000;
     const BEFORE_MS = 3_000;
     const AFTER_APPENDS = 60;
     const MAX_APPENDS = 1_000;
@@ -264,7 +265,7 @@ describe('failover: the fleet through an outage of Redis or PostgreSQL', () => {
     expect(seqsOf(viewer)).toEqual(oneTo(lastSeq));
 
     // While Redis was gone, /readyz said so on every replica and every answer.
-    expect(duringOutage.length).toBeGreaterThanOrEqual(2 * 20);
+    expect(duringOutage.length).toBeGreaterThanOrEqual(2 * 10);
     for (const answer of duringOutage) {
       expect(answer).toMatchObject({
         status: 200,

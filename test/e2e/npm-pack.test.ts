@@ -18,8 +18,10 @@ import { sleep } from '../helpers/wait.js';
 // No network but loopback: npm installs from its cache alone (`--offline`), and every proxy
 // setting points at a closed loopback port, so a download anyone tries (npm, better-sqlite3's
 // prebuild-install, node-gyp fetching headers) fails the install instead of leaving the machine.
-// better-sqlite3 is built from source (`npm_config_build_from_source`: prebuild-install then
-// does not try to download a binary) against the local headers npm's `nodedir` names.
+// better-sqlite3's binary comes as prebuild-install takes it from a release, here from a local
+// prebuild (`npm_config_better_sqlite3_local_prebuilds`): a tarball of the binary this
+// repository's own install has, for the same version, Node ABI and platform. Building it again
+// from source here took a minute and a half of the suite.
 //
 // Without a lockfile npm 11 resolves every dependency from its full registry document, and
 // `npm ci` caches only the abbreviated ones, so an offline install needs a lockfile: the folder
@@ -64,7 +66,7 @@ interface PackResult {
 const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as RepoPackage;
 
 /** The environment of every npm and tailwater process here: no TAILWATER_*, no way out. */
-function isolatedEnv(deadProxy: string): NodeJS.ProcessEnv {
+function isolatedEnv(deadProxy: string, prebuilds = ''): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (name.startsWith('TAILWATER_') || /^(https?_proxy|no_proxy|npm_config_.*proxy)$/i.test(name))
@@ -74,7 +76,7 @@ function isolatedEnv(deadProxy: string): NodeJS.ProcessEnv {
   return {
     ...env,
     npm_config_update_notifier: 'false',
-    npm_config_build_from_source: 'true',
+    npm_config_better_sqlite3_local_prebuilds: prebuilds,
     npm_config_proxy: deadProxy,
     npm_config_https_proxy: deadProxy,
     HTTP_PROXY: deadProxy,
@@ -210,7 +212,20 @@ describe('npm pack: the package installs into an empty folder and runs', () => {
     app = join(work, 'app');
     mkdirSync(join(work, 'pack'));
     mkdirSync(app);
-    const env = isolatedEnv(deadProxy);
+    const prebuilds = join(work, 'prebuilds');
+    mkdirSync(prebuilds);
+    const sqlite = join(ROOT, 'node_modules/better-sqlite3');
+    const { version } = JSON.parse(readFileSync(join(sqlite, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const prebuild = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+    const tarred = await run(
+      'tar',
+      ['-czf', join(prebuilds, prebuild), '-C', sqlite, 'build/Release/better_sqlite3.node'],
+      { cwd: work, env: process.env, timeout: 60_000 },
+    );
+    if (tarred.code !== 0) throw new Error(`tar of the prebuild failed:\n${tarred.stderr}`);
+    const env = isolatedEnv(deadProxy, prebuilds);
     const packed = await run(
       'npm',
       ['pack', '--ignore-scripts', '--json', '--pack-destination', join(work, 'pack')],
@@ -281,7 +296,7 @@ describe('npm pack: the package installs into an empty folder and runs', () => {
     if (license) expect(files).toContain(license);
   });
 
-  it('installs from the npm cache alone, builds better-sqlite3 from source, and warns of no engine', () => {
+  it("installs from the npm cache alone, takes better-sqlite3's prebuilt binary, and warns of no engine", () => {
     const output = `${install.stdout}\n${install.stderr}`;
     console.log(`npm ci of the packed tarball: ${(installMs / 1000).toFixed(0)} s`);
     expect(install.code, output.slice(-4000)).toBe(0);
@@ -289,6 +304,8 @@ describe('npm pack: the package installs into an empty folder and runs', () => {
     expect(
       existsSync(join(app, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')),
     ).toBe(true);
+    // Unpacked, not compiled: node-gyp leaves its Makefile behind.
+    expect(existsSync(join(app, 'node_modules/better-sqlite3/build/Makefile'))).toBe(false);
     expect(existsSync(join(app, 'node_modules/.bin/tailwater'))).toBe(true);
   });
 

@@ -171,9 +171,9 @@ describe('RedisBus when Redis is unreachable or goes away', () => {
     }).not.toThrow();
     expect(publisher.droppedNotifications - dropped).toBe(1000);
 
-    const started = Date.now();
+    // Ready while Redis is still down: it did not wait for a connection.
     await subscriber.subscribe('during', () => undefined).ready;
-    expect(Date.now() - started).toBeLessThan(500);
+    expect(subscriber.health().state).toBe('degraded');
   });
 
   it('Redis back: health is up again, the subscriptions from before the outage deliver again, and those made or dropped meanwhile are as asked', async () => {
