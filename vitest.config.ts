@@ -31,6 +31,7 @@ const BACKEND_SUITES = [
   'test/unit/http-search.test.ts',
   'test/unit/openapi.test.ts',
   'test/unit/otlp-ingest.test.ts',
+  'test/unit/sealed-streams.test.ts',
 ];
 
 /**

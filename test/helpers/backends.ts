@@ -10,7 +10,7 @@ import type { Store } from '../../src/store/store.js';
 import { freshDatabase } from './postgres.js';
 
 /** The Redis that scripts/services.sh starts (docs/SERVICES.md). */
-const REDIS = process.env['TAILWATER_TEST_REDIS'] ?? 'redis://127.0.0.1:6379';
+export const REDIS = process.env['TAILWATER_TEST_REDIS'] ?? 'redis://127.0.0.1:6379';
 
 /** A store and a bus for one test app, and what removes them afterwards. */
 export interface TestBackend {

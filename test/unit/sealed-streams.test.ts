@@ -1,14 +1,10 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBus } from '../../src/bus/memory.js';
 import { OPENMETADATA_PREFIX } from '../../src/http/openmetadata.js';
 import { runKey } from '../../src/model/stream-key.js';
-import { SealedStore } from '../../src/store/sealed-store.js';
-import { LocalSegmentStore } from '../../src/store/segment-store.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { SealedStore } from '../../src/store/sealed-store.js';
 import { createTestApp } from '../helpers/app.js';
 import type { TestApp } from '../helpers/app.js';
-import { backendPair } from '../helpers/backends.js';
+import { sealedBackendFromEnv } from '../helpers/sealed-backends.js';
 import {
   KEYS,
   PIPELINE,
@@ -20,7 +16,8 @@ import {
 // A sealed run's frames come from another path than a hot run's: its blocks are decoded on a
 // worker thread, which quotes each log text for JSON there, and the native encoder copies those
 // bytes into the frame (docs/STORAGE.md, "Reading sealed history"). Whatever the text holds,
-// each stream must read the same bytes before and after sealing.
+// each stream must read the same bytes before and after sealing: on SQLite with local segments,
+// and (the postgres+redis project) on PostgreSQL with segments in S3.
 
 /**
  * Text that takes every path of the quoting: escapes, controls, long lines (a lone surrogate
@@ -46,15 +43,8 @@ let t: TestApp;
 let store: SealedStore;
 
 beforeAll(async () => {
-  t = await createTestApp({ finishGraceSeconds: 0 }, async (dir) =>
-    backendPair(
-      new SealedStore(
-        new SqliteStore(join(dir, 'tailwater.db')),
-        new LocalSegmentStore(join(dir, 'segments')),
-        SMALL_SEGMENTS,
-      ),
-      new MemoryBus(),
-    ),
+  t = await createTestApp({ finishGraceSeconds: 0 }, (dir) =>
+    sealedBackendFromEnv(dir, SMALL_SEGMENTS),
   );
   store = t.store as SealedStore;
   await writeHistory(store);
