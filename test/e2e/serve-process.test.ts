@@ -34,9 +34,11 @@ describe('tailwater serve as a process', () => {
     await sendLog(server, run, 'hello\n');
     reader = await openSse(`${server.url}${run}/stream`);
     await reader.waitFor((events) => events.some((e) => e.event === 'log'));
+    // From before the request: the server's grace begins when it stores the status, which a
+    // busy machine may take a while to answer for.
+    const finishedAt = Date.now();
     const res = await sendStatus(server, run, 'success');
     expect(res.status).toBe(200);
-    const finishedAt = Date.now();
     await reader.waitFor((events) =>
       events.some((e) => e.event === 'status' && e.data.includes('success')),
     );
@@ -46,7 +48,7 @@ describe('tailwater serve as a process', () => {
     const end = reader.events.find((e) => e.event === 'end')!;
     expect(JSON.parse(end.data)).toEqual({ reason: 'runFinished', status: 'success', lastSeq: 3 });
     // Not before the grace period: the run's last flush still had time to arrive.
-    expect(elapsed).toBeGreaterThanOrEqual(550);
+    expect(elapsed).toBeGreaterThanOrEqual(590);
     expect(reader.events.at(-1)?.event).toBe('end');
   });
 
