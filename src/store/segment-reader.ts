@@ -43,12 +43,10 @@ export const DEFAULT_READER_LIMITS: SegmentReaderLimits = {
  */
 const SPAN_BLOCKS = 8;
 
-/** Compressed blocks [first, first + count) of a segment, read at once. */
+/** Up to SPAN_BLOCKS consecutive compressed blocks of a segment, read at once from `start`. */
 interface Span {
-  first: number;
+  start: number;
   bytes: Buffer;
-  /** Where each block is in `bytes`: its start and length. */
-  ranges: Array<[number, number]>;
 }
 
 /** A map that forgets its least recently used entries past a total weight. */
@@ -138,7 +136,7 @@ export class SegmentReader {
         if (!info) throw new SegmentCorrupt(`it has no block ${index}`);
         if (!forFrames)
           return decodeBlock(info, await this.segments.read(name, info.at, info.length));
-        return this.decoder.decode(info, await this.spanBlock(key, name, index));
+        return this.decoder.decode(info, await this.spanBlock(key, name, index, info));
       });
       // Weighed by its bytes as decompressed, once known.
       this.remember(this.blocks, cacheKey, found, 1024 * 1024, (block) => block.weight);
@@ -173,25 +171,33 @@ export class SegmentReader {
     return found;
   }
 
-  /** Block `index`'s compressed bytes, from the span that holds it (read once for all of it). */
-  private async spanBlock(key: StreamKey, name: string, index: number): Promise<Buffer> {
+  /**
+   * Block `index`'s compressed bytes (`info` its footer entry), from the span that holds it,
+   * read once for all of its blocks. Called within block's guard, which names the failure.
+   */
+  private async spanBlock(
+    key: StreamKey,
+    name: string,
+    index: number,
+    info: BlockInfo,
+  ): Promise<Buffer> {
     const first = index - (index % SPAN_BLOCKS);
     const spanKey = `${name}@${first}`;
     let found = this.spans.get(spanKey);
     if (!found) {
-      found = this.guard(key, name, async () => {
+      found = (async () => {
         const blocks = (await this.footer(key, name)).blocks.slice(first, first + SPAN_BLOCKS);
         const start = blocks[0]!.at;
         const last = blocks.at(-1)!;
-        const bytes = await this.segments.read(name, start, last.at + last.length - start);
-        const ranges = blocks.map((info): [number, number] => [info.at - start, info.length]);
-        return { first, bytes, ranges };
-      });
+        return {
+          start,
+          bytes: await this.segments.read(name, start, last.at + last.length - start),
+        };
+      })();
       this.remember(this.spans, spanKey, found, 1024 * 1024, (span) => span.bytes.length);
     }
     const span = await found;
-    const [at, length] = span.ranges[index - span.first]!;
-    return span.bytes.subarray(at, at + length);
+    return span.bytes.subarray(info.at - span.start, info.at - span.start + info.length);
   }
 
   close(): Promise<void> {
