@@ -106,6 +106,8 @@ export class SqliteSealCatalog {
     /** Removes a stream's entries in [from, to) and a run's documents to an id, in slices. */
     private readonly removeRows: (streamId: number, from: number, to: number) => Promise<void>,
     private readonly removeDocuments: (position: number, beforeId: number) => Promise<void>,
+    /** Truncates the file by the pages the removals freed. */
+    private readonly giveBackSpace: () => Promise<void>,
   ) {
     this.r = {
       runsToSeal: reader.prepare<
@@ -264,6 +266,8 @@ export class SqliteSealCatalog {
       await this.removeDocuments(record.position, record.lastDocumentId + 1);
     }
     await this.write(() => oneStep(() => this.w.dropped.run(record.name)));
+    // Rows alone free pages too: a segment sealed before search indexed it has no documents.
+    await this.giveBackSpace();
   }
 
   /** Inside the run's deletion: its segments are no longer its stream's (their files go after). */

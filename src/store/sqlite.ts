@@ -354,10 +354,8 @@ export class SqliteStore implements Store, LeaseStore, SealCatalog {
       this.reader,
       (body) => this.write(body),
       (sid, from, to) => this.removeRows(sid, from, to),
-      async (position, beforeId) => {
-        await this.removeDocuments(position, beforeId);
-        await this.giveBackSpace();
-      },
+      (position, beforeId) => this.removeDocuments(position, beforeId),
+      () => this.giveBackSpace(),
     );
   }
 

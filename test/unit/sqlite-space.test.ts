@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_SEALED_STORE_OPTIONS, SealedStore } from '../../src/store/sealed-store.js';
+import { LocalSegmentStore } from '../../src/store/segment-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 
 // Deleting a run gives its disk space back (docs/SEARCH.md, "History"): a new SQLite database
@@ -83,6 +85,46 @@ describe('disk space after deleting runs', () => {
       limit: 10,
     });
     expect(hits.length).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  it('gives back the hot rows and search index of a run once it is sealed', async () => {
+    // Sealing moves a finished run into segment files (docs/STORAGE.md): the database must
+    // shrink by what the run took there, or sealing saves nothing on disk.
+    const path = freshDatabasePath();
+    const segments = join(path, '..', 'segments');
+    const open = () =>
+      new SealedStore(new SqliteStore(path), new LocalSegmentStore(segments), {
+        ...DEFAULT_SEALED_STORE_OPTIONS,
+        settleMs: 0,
+        graceMs: 0,
+      });
+    let store = open();
+    await store.appendLog('etl.small', 'r1', [{ text: 'kept\n' }]);
+    await store.close();
+    const empty = statSync(path).size;
+    store = open();
+    for (let chunk = 0; chunk < 40; chunk += 1) {
+      const lines = Array.from({ length: 100 }, (_, i) => `row ${chunk}-${i} ${'y'.repeat(900)}\n`);
+      await store.appendLog('etl.big', 'r1', [{ text: lines.join('') }]);
+    }
+    await store.putRun('etl.big', 'r1', { status: 'success' });
+    // A run is sealed once search has indexed it.
+    while ((await store.indexForSearch({ maxEntries: 5000, maxBytes: 1 << 20 })).more);
+    await store.close();
+    const full = statSync(path).size;
+    expect(full - empty).toBeGreaterThan(3_000_000);
+    store = open();
+    await store.sealer.catchUp(() => Date.now() + 1000);
+    await store.close();
+    const after = statSync(path).size;
+    expect(after).toBeLessThan(empty + (full - empty) / 20);
+    store = open();
+    const key = { type: 'run' as const, pipeline: 'etl.big', runId: 'r1' };
+    const chunks = await store.readLog(key, 0, full);
+    const text = chunks.map((chunk) => chunk.text).join('');
+    expect(text.split('\n')).toHaveLength(4001);
+    expect(text.startsWith(`row 0-0 ${'y'.repeat(900)}\n`)).toBe(true);
     await store.close();
   });
 });
