@@ -9,7 +9,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BareOptions, BareProc, StreamServer, TailwaterProc, ViewerClient } from './procs.js';
+import type { BareOptions, Proc, StreamServer, ViewerClient } from './procs.js';
+import type { PeerTarget } from './peer-streams.js';
+import { startPeerStream } from './peer-streams.js';
 import {
   cpuMs,
   machineBusy,
@@ -17,6 +19,7 @@ import {
   openViewers,
   startStreamServer,
   startViewerClient,
+  treeCpuMs,
 } from './procs.js';
 import { fmt, median, perSecond, writeSection } from './report.js';
 import type { Row } from './report.js';
@@ -37,9 +40,11 @@ export interface Measured {
   rates: number[];
   appendMs: number[];
   bytesPerEntry: number;
-  /** CPU the server process used per 1,000 deliveries (user + system). */
+  /** CPU the server's processes used per 1,000 deliveries (user + system, every worker). */
   serverCpuPer1k: number;
   clientCpuPer1k: number;
+  /** Pushpin: viewers that had their first frame but were never subscribed, opened again. */
+  reopened: number;
 }
 
 /** How many viewers and entries a measurement has (default: the 1,000-viewer figure's). */
@@ -51,7 +56,15 @@ export interface Shape {
 export type Target = { name: string } & (
   | { bare: BareOptions }
   /** A real `tailwater serve`: this checkout's, or another build's `bin`, with `env` added. */
-  | { tailwater: true; bin?: string; env?: Record<string, string> }
+  | {
+      tailwater: true;
+      bin?: string;
+      env?: Record<string, string>;
+      /** Each entry its own append, a batch's all at once (as nchan is fed). */
+      oneEach?: boolean;
+    }
+  /** nchan or Pushpin (peer-streams.ts), published to one entry per message. */
+  | { peer: PeerTarget }
 );
 
 /**
@@ -67,24 +80,41 @@ export async function measureFanout(
   after?: (client: ViewerClient, stream: StreamServer) => Promise<void>,
 ): Promise<Measured> {
   const { viewers, entries } = shape;
-  // A round moves viewers × entries × ~1 KiB: at 10,000 viewers that is ~5 GB a round.
-  const timeoutMs = FANOUT_TIMEOUT_MS + (viewers * entries) / 500;
-  let server: BareProc | TailwaterProc | undefined;
+  // A round moves viewers × entries × ~1 KiB: at 10,000 viewers that is ~5 GB a round. Given
+  // 100,000 deliveries a second at least (nchan at 10,000 viewers needs more than 500,000's).
+  const timeoutMs = FANOUT_TIMEOUT_MS + (viewers * entries) / 100;
+  let server: Proc | undefined;
   let client: ViewerClient | undefined;
   try {
-    const stream = await startStreamServer(
-      'bare' in target
-        ? { bare: target.bare }
-        : { tailwater: 'bench.fanout', bin: target.bin, env: target.env },
-      dir,
-    );
+    const stream =
+      'peer' in target
+        ? await startPeerStream(target.peer, dir)
+        : await startStreamServer(
+            'bare' in target
+              ? { bare: target.bare }
+              : { tailwater: 'bench.fanout', bin: target.bin, env: target.env },
+            dir,
+          );
     server = stream.server;
-    const { appendUrl } = stream;
+    const { appendUrl, peer, queueLimit } = stream;
     client = await startViewerClient();
-    await openViewers(client, stream, viewers, target.name);
+    const reopened = await openViewers(client, stream, viewers, target.name);
+    const batch = queueLimit?.batch ?? BATCH;
+    const ahead = queueLimit?.ahead;
+    const oneEach = 'tailwater' in target ? target.oneEach : undefined;
     const run = (count: number) =>
       client!.ask<FanoutReply>(
-        { op: 'fanout', appendUrl, entries: count, batch: BATCH, pad: PAD, timeoutMs },
+        {
+          op: 'fanout',
+          appendUrl,
+          peer,
+          oneEach,
+          entries: count,
+          batch,
+          ahead,
+          pad: PAD,
+          timeoutMs,
+        },
         timeoutMs + 5000,
       );
     await run(WARMUP_ENTRIES);
@@ -94,14 +124,15 @@ export async function measureFanout(
       bytesPerEntry: 0,
       serverCpuPer1k: 0,
       clientCpuPer1k: 0,
+      reopened,
     };
-    const serverCpu = cpuMs(server.pid);
+    const serverCpu = treeCpuMs(server.pid);
     const clientCpu = cpuMs(client.pid);
     for (let round = 0; round < rounds; round += 1) {
       const reply = await run(entries);
       if (reply.complete !== reply.viewers) {
         throw new Error(
-          `${target.name}: only ${reply.complete} of ${reply.viewers} viewers got every entry within ${timeoutMs} ms`,
+          `${target.name}: only ${reply.complete} of ${reply.viewers} viewers got every entry within ${timeoutMs} ms (the fewest frames a viewer held: ${reply.fewestFrames} of ${reply.frames})`,
         );
       }
       result.rates.push(perSecond(entries * reply.viewers, reply.ms));
@@ -109,7 +140,7 @@ export async function measureFanout(
       result.bytesPerEntry = reply.bytesPerEntry;
     }
     const deliveries = (rounds * entries * viewers) / 1000;
-    result.serverCpuPer1k = (cpuMs(server.pid) - serverCpu) / deliveries;
+    result.serverCpuPer1k = (treeCpuMs(server.pid) - serverCpu) / deliveries;
     result.clientCpuPer1k = (cpuMs(client.pid) - clientCpu) / deliveries;
     await after?.(client, stream);
     return result;

@@ -44,20 +44,22 @@ interface Measured {
 }
 
 /**
- * RSS once it has stopped moving: after a pause, read every 500 ms until two readings are
- * within 0.5 % of each other (at most ~6 s).
+ * A memory reading once it has stopped moving: after a pause, read every 500 ms until two
+ * readings are within 0.5 % of each other (at most ~6 s).
  */
-async function settledRss(pid: number): Promise<number> {
+export async function settledKiB(read: () => number): Promise<number> {
   await sleep(1000);
-  let last = rssKiB(pid);
+  let last = read();
   for (let i = 0; i < 10; i += 1) {
     await sleep(500);
-    const now = rssKiB(pid);
+    const now = read();
     if (Math.abs(now - last) <= last * 0.005) return now;
     last = now;
   }
   return last;
 }
+
+const settledRss = (pid: number) => settledKiB(() => rssKiB(pid));
 
 type Target = { name: string } & ({ bare: BareOptions } | { tailwater: true });
 

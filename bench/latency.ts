@@ -7,7 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BareOptions, BareProc, TailwaterProc, ViewerClient } from './procs.js';
+import type { PeerTarget } from './peer-streams.js';
+import { startPeerStream } from './peer-streams.js';
+import type { BareOptions, Proc, ViewerClient } from './procs.js';
 import {
   cpuMs,
   machineCpuMs,
@@ -15,6 +17,7 @@ import {
   openViewers,
   startStreamServer,
   startViewerClient,
+  treeCpuMs,
 } from './procs.js';
 import { bucketsSince, histogramBuckets, quantile } from './prom-histogram.js';
 import { fmt, writeSection } from './report.js';
@@ -44,7 +47,7 @@ interface Round {
   tailwater: Measured[];
 }
 
-interface Measured {
+export interface Measured {
   rate: number;
   reply: LatencyReply;
   /** CPU over the run, as a share of one core. */
@@ -53,6 +56,8 @@ interface Measured {
   /** Share of the whole machine (every core) that was busy. */
   machineBusy: number;
   retransmits: number;
+  /** Pushpin: viewers never subscribed after their first frame, opened again. */
+  reopened: number;
   /** Tailwater only: its own timing of each batch it fanned out, by phase (/metrics). */
   phases?: Record<Phase, { p50?: number | undefined; p99?: number | undefined }>;
 }
@@ -66,24 +71,33 @@ async function scrapeMetrics(port: number): Promise<string> {
   return response.text();
 }
 
-async function measure(target: BareOptions | 'tailwater', dir: string): Promise<Measured[]> {
-  let server: BareProc | TailwaterProc | undefined;
+/** What a latency measurement runs against: Tailwater, the bare writer, or a peer. */
+export type LatencyTarget = BareOptions | 'tailwater' | { peer: PeerTarget };
+
+/** Every load of RATES, in order, on one fresh server and one set of viewers. */
+export async function measureLatency(target: LatencyTarget, dir: string): Promise<Measured[]> {
+  let server: Proc | undefined;
   let client: ViewerClient | undefined;
+  const name =
+    target === 'tailwater' ? target : 'peer' in target ? JSON.stringify(target.peer) : 'bare';
   try {
-    const stream = await startStreamServer(
-      target === 'tailwater' ? { tailwater: 'bench.latency' } : { bare: target },
-      dir,
-    );
+    const stream =
+      typeof target === 'object' && 'peer' in target
+        ? await startPeerStream(target.peer, dir)
+        : await startStreamServer(
+            target === 'tailwater' ? { tailwater: 'bench.latency' } : { bare: target },
+            dir,
+          );
     server = stream.server;
-    const { appendUrl } = stream;
+    const { appendUrl, peer } = stream;
     client = await startViewerClient();
-    await openViewers(client, stream, VIEWERS, target === 'tailwater' ? target : 'bare');
+    const reopened = await openViewers(client, stream, VIEWERS, name);
     const results: Measured[] = [];
     for (const rate of RATES) {
       const warmup = Math.round(rate * WARMUP_SECONDS);
       const measured = Math.round(rate * SECONDS);
       const timeoutMs = ((warmup + measured) / rate) * 1000 + 12_000;
-      const serverBefore = cpuMs(server.pid);
+      const serverBefore = treeCpuMs(server.pid);
       const clientBefore = cpuMs(client.pid);
       const machineBefore = machineCpuMs();
       const netBefore = netDrops();
@@ -93,6 +107,7 @@ async function measure(target: BareOptions | 'tailwater', dir: string): Promise<
         {
           op: 'latency',
           appendUrl,
+          peer,
           rate,
           warmup,
           measured,
@@ -105,15 +120,16 @@ async function measure(target: BareOptions | 'tailwater', dir: string): Promise<
       const elapsed = performance.now() - started;
       const machineAfter = machineCpuMs();
       const metricsAfter = target === 'tailwater' ? await scrapeMetrics(stream.port) : '';
-      if (reply.samples === 0) throw new Error(`${target}: no deliveries measured at ${rate}/s`);
+      if (reply.samples === 0) throw new Error(`${name}: no deliveries measured at ${rate}/s`);
       results.push({
         rate,
         reply,
-        serverCpu: (cpuMs(server.pid) - serverBefore) / elapsed,
+        serverCpu: (treeCpuMs(server.pid) - serverBefore) / elapsed,
         clientCpu: (cpuMs(client.pid) - clientBefore) / elapsed,
         machineBusy:
           (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
         retransmits: netDrops().retransSegs - netBefore.retransSegs,
+        reopened,
         ...(target === 'tailwater' ? { phases: phasesOf(metricsBefore, metricsAfter) } : {}),
       });
     }
@@ -164,16 +180,16 @@ function conditions(m: Measured): string {
 export async function benchLatency(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tailwater-bench-latency-'));
   try {
-    const bare = await measure({ write: 'frame' }, dir);
+    const bare = await measureLatency({ write: 'frame' }, dir);
     const rounds: Round[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
       // Alternating which goes first, so neither always runs on a machine the other just warmed.
       if (round % 2 === 0) {
-        const coalescing = await measure({ write: 'coalesce' }, dir);
-        rounds.push({ coalescing, tailwater: await measure('tailwater', dir) });
+        const coalescing = await measureLatency({ write: 'coalesce' }, dir);
+        rounds.push({ coalescing, tailwater: await measureLatency('tailwater', dir) });
       } else {
-        const tailwater = await measure('tailwater', dir);
-        rounds.push({ coalescing: await measure({ write: 'coalesce' }, dir), tailwater });
+        const tailwater = await measureLatency('tailwater', dir);
+        rounds.push({ coalescing: await measureLatency({ write: 'coalesce' }, dir), tailwater });
       }
     }
     const rows: Row[] = [];

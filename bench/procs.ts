@@ -5,10 +5,17 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ClientCommand, ClientReply, OpenedReply } from './viewer-client.js';
+import type {
+  ClientCommand,
+  ClientReply,
+  OpenedReply,
+  PeerPublish,
+  SettledReply,
+} from './viewer-client.js';
 import { collectGarbage as collectChildGarbage, GC_ON_SIGNAL } from '../test/helpers/gc-signal.js';
 import type { MemoryUsage } from '../test/helpers/gc-signal.js';
 
@@ -44,10 +51,12 @@ export interface Proc {
 }
 
 /**
- * Node with the open-file limit raised as far as this machine allows (65536, or the hard limit
- * where the container forbids raising it), through bash so the pid is node's own (exec).
+ * A command with the open-file limit raised as far as this machine allows (65536, or the hard
+ * limit where the container forbids raising it), through bash so the pid is the command's own
+ * (exec).
  */
-export function spawnNode(
+export function spawnLimited(
+  command: string,
   args: string[],
   options: { env?: Record<string, string>; ipc?: boolean } = {},
 ): ChildProcess {
@@ -57,7 +66,7 @@ export function spawnNode(
       '-c',
       'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"',
       'bash',
-      process.execPath,
+      command,
       ...args,
     ],
     {
@@ -68,7 +77,15 @@ export function spawnNode(
   );
 }
 
-function asProc(child: ChildProcess): Proc {
+/** Node, with the open-file limit raised (spawnLimited). */
+export function spawnNode(
+  args: string[],
+  options: { env?: Record<string, string>; ipc?: boolean } = {},
+): ChildProcess {
+  return spawnLimited(process.execPath, args, options);
+}
+
+export function asProc(child: ChildProcess): Proc {
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
@@ -85,8 +102,30 @@ function asProc(child: ChildProcess): Proc {
   };
 }
 
+/**
+ * A server of several processes (nginx's master and workers, Pushpin's runner and services):
+ * stopping it stops the root, then kills whatever below it is still there.
+ */
+export function asTreeProc(child: ChildProcess): Proc {
+  const root = asProc(child);
+  return {
+    ...root,
+    async stop() {
+      const tree = root.pid > 0 ? processTree(root.pid).slice(1) : [];
+      await root.stop();
+      for (const pid of tree) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    },
+  };
+}
+
 /** Waits for a line of the child's stdout that matches `pattern`. */
-function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000) {
+export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000) {
   return new Promise<RegExpExecArray>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => {
@@ -106,6 +145,47 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000) {
       reject(new Error(`process exited (${code}) before ${pattern}: ${out}`));
     });
   });
+}
+
+/** A loopback port free at the time of asking (for servers that cannot be given port 0). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits until 127.0.0.1:`port` accepts connections; fails if `proc` exits first. */
+export async function waitForPort(
+  port: number,
+  proc: Proc,
+  logFile?: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const log = () =>
+    logFile && existsSync(logFile) ? `: ${readFileSync(logFile, 'utf8').slice(-2000)}` : '';
+  while (performance.now() < deadline) {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      throw new Error(
+        `process exited (${proc.child.exitCode ?? proc.child.signalCode}) before listening on ${port}${log()}`,
+      );
+    }
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(50);
+  }
+  throw new Error(`nothing listened on 127.0.0.1:${port} within ${timeoutMs} ms${log()}`);
 }
 
 export interface TailwaterProc extends Proc {
@@ -250,6 +330,51 @@ export function cpuMs(pid: number): number {
   return ticks * 10; // USER_HZ is 100 on Linux
 }
 
+/** A process and every process below it (a server's workers), from /proc's children lists. */
+export function processTree(pid: number): number[] {
+  const pids = [pid];
+  for (let i = 0; i < pids.length; i += 1) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pids[i]}/task`);
+    } catch {
+      continue; // exited meanwhile
+    }
+    for (const task of tasks) {
+      try {
+        const children = readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8').trim();
+        if (children) pids.push(...children.split(' ').map(Number));
+      } catch {
+        // the thread exited meanwhile
+      }
+    }
+  }
+  return pids;
+}
+
+/** CPU time of a process and every process below it, in milliseconds. */
+export function treeCpuMs(pid: number): number {
+  return processTree(pid).reduce((sum, p) => {
+    try {
+      return sum + cpuMs(p);
+    } catch {
+      return sum; // exited meanwhile
+    }
+  }, 0);
+}
+
+/**
+ * Proportional set size of a process and every process below it, in KiB: each shared page
+ * (nginx's shared memory zone, its workers' common code) counted once across them, not once per
+ * process as RSS would.
+ */
+export function treePssKiB(pid: number): number {
+  return processTree(pid).reduce((sum, p) => {
+    const match = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'));
+    return sum + Number(match?.[1] ?? 0);
+  }, 0);
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -294,10 +419,17 @@ export function machineCpuMs(): { busy: number; total: number } {
 
 /** A server under test with one stream to watch: where to open viewers and where to append. */
 export interface StreamServer {
-  server: BareProc | TailwaterProc;
+  server: Proc;
   port: number;
   appendUrl: string;
   path: string;
+  /** A peer server's publish API at appendUrl (peer-streams.ts); Tailwater's when absent. */
+  peer?: PeerPublish;
+  /**
+   * For a server that drops what it cannot queue for a connection: entries per publish, and at
+   * most how many may be published that some viewer does not hold yet.
+   */
+  queueLimit?: { batch: number; ahead: number };
 }
 
 /**
@@ -327,13 +459,16 @@ export async function startStreamServer(
   };
 }
 
-/** Opens `viewers` SSE viewers of the stream in the client process; any failure is fatal. */
+/**
+ * Opens `viewers` SSE viewers of the stream in the client process; any failure is fatal.
+ * Resolves with how many of a Pushpin's viewers were never subscribed and had to be opened again.
+ */
 export async function openViewers(
   client: ViewerClient,
   stream: StreamServer,
   viewers: number,
   name: string,
-): Promise<void> {
+): Promise<number> {
   // 1,000 open in well under a second here; 10,000 need more than the 20 s floor allows.
   const timeoutMs = 20_000 + viewers * 5;
   const opened = await client.ask<OpenedReply>(
@@ -350,6 +485,14 @@ export async function openViewers(
   if (opened.failed > 0) {
     throw new Error(`${name}: ${opened.failed} viewers failed to open: ${opened.firstFailure}`);
   }
+  // A Pushpin viewer has its first frame before it is subscribed (viewer-client.ts, settle).
+  if (stream.peer?.to === 'pushpin') {
+    const { appendUrl } = stream;
+    const { channel } = stream.peer;
+    const settle = { op: 'settle', appendUrl, channel, timeoutMs: 60_000 } as const;
+    return (await client.ask<SettledReply>(settle, 65_000)).reopened;
+  }
+  return 0;
 }
 
 /** The share of the machine (every core) that is busy over the next `ms`: other work on it. */

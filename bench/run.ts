@@ -10,6 +10,8 @@ import { benchHardening } from './hardening.js';
 import { benchIdleMemory } from './idle-memory.js';
 import { benchIngest } from './ingest.js';
 import { benchLatency } from './latency.js';
+import { missingPeers } from './peer-streams.js';
+import { benchPeers } from './peers.js';
 import { benchReplicas, missingServices } from './replicas.js';
 import { benchSearch } from './search.js';
 import { benchSearchSealed } from './search-sealed.js';
@@ -31,6 +33,7 @@ const benches: Record<string, () => Promise<void>> = {
   search: benchSearch,
   'search-sealed': benchSearchSealed,
   storage: benchStorage,
+  peers: benchPeers,
 };
 const wanted = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {
@@ -49,6 +52,13 @@ for (const [name, run] of Object.entries(benches)) {
       console.log(`# replicas: not run (${missing.join(', ')} not reachable: npm run services)`);
       continue;
     }
+  }
+  // It needs nchan and Pushpin (`bash scripts/services.sh --peers`); asked for by name, it fails.
+  if (name === 'peers' && wanted.length === 0 && missingPeers().length > 0) {
+    console.log(
+      `# peers: not run (${missingPeers().join(', ')} missing: bash scripts/services.sh --peers)`,
+    );
+    continue;
   }
   console.log(`# ${name}`);
   await run();

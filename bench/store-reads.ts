@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { StreamServer, ViewerClient } from './procs.js';
+import type { StreamServer, TailwaterProc, ViewerClient } from './procs.js';
 import {
   machineBusy,
   openViewers,
@@ -95,7 +95,7 @@ export async function benchStoreReads(): Promise<void> {
   try {
     const busyBefore = await machineBusy();
     stream = await startStreamServer({ tailwater: 'bench.reads' }, dir);
-    const url = (stream.server as { url: string }).url;
+    const url = (stream.server as TailwaterProc).url;
     await putJson(url + stream.path.replace(/\/stream$/, ''), { status: 'running' });
     // The producer's client holds the one viewer; the crowd's, the other MANY - 1, which it
     // closes between windows so the two loads alternate on one server and one stream.

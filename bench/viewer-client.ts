@@ -2,9 +2,10 @@
  * The viewer side of the streaming benchmarks, run as its own process (`node --import tsx`) and
  * driven over IPC by procs.ts. It holds the SSE connections as raw node:net sockets and counts
  * complete frames per connection by counting the blank lines that end them (`\n\n`, carried
- * across chunks), without parsing anything. The k-th frame of a connection is frame `retry:`
- * when k = 1 and the entry of seq k - 1 after that, so a frame's arrival time is matched to the
- * append that produced it with no parsing either. It is also the producer: appends go from here,
+ * across reads; a chunked body's size lines taken out), without parsing the frames. The k-th
+ * frame of a connection is the server's first frame when k = 1 (`retry:`, or nchan's `: hi`) and
+ * the entry of seq k - 1 after that, so a frame's arrival time is matched to the append that
+ * produced it with no parsing either. It is also the producer: appends go from here,
  * so send, acknowledgement and arrival times are read from one clock.
  */
 import http from 'node:http';
@@ -19,20 +20,32 @@ export type ClientCommand =
       perPath: number;
       parallel: number;
       timeoutMs: number;
+      /** Tries a viewer again, up to this many times, when its open is answered 5xx. */
+      retries?: number;
     }
   | {
       op: 'fanout';
       appendUrl: string;
+      /** Publish to a peer server at appendUrl instead of Tailwater's append API. */
+      peer?: PeerPublish;
       entries: number;
       batch: number;
       pad: number;
       timeoutMs: number;
       /** Sent as the `Authorization` header of every append (`Bearer <token>`), if given. */
       authorization?: string;
+      /**
+       * At most this many entries published that some viewer does not hold yet: for a server that
+       * drops what it cannot queue for a connection (Pushpin, 100 items per connection).
+       */
+      ahead?: number;
+      /** Each entry its own append request (all of a batch at once), as nchan is fed. */
+      oneEach?: boolean;
     }
   | {
       op: 'latency';
       appendUrl: string;
+      peer?: PeerPublish;
       /** Appends per second, one entry per request, sent open-loop on a fixed schedule. */
       rate: number;
       /** Appends at the start left out of the figures. */
@@ -48,13 +61,41 @@ export type ClientCommand =
        */
       join?: { port: number; path: string; atIndex: number };
     }
+  | {
+      /**
+       * Pushpin subscribes a viewer some time after its first frame: publishes comment frames to
+       * the channel until every viewer has one, then counts every viewer from its first frame
+       * again, so frame k is seq k - 1 from here as from the start.
+       */
+      op: 'settle';
+      appendUrl: string;
+      channel: string;
+      timeoutMs: number;
+    }
   | { op: 'close' };
+
+/**
+ * How entries are published to a peer (bench/peer-nchan.ts, bench/peer-pushpin.ts): nchan takes
+ * one message per `POST` and frames it itself (`id:`, `event:`, `data:`); Pushpin's publish API
+ * takes a batch of items, each frame written out whole in its `http-stream` format.
+ */
+export type PeerPublish = { to: 'nchan' } | { to: 'pushpin'; channel: string };
+
+export interface SettledReply {
+  op: 'settled';
+  probes: number;
+  /** Viewers that had their first frame but no probe within 5 s, closed and opened again. */
+  reopened: number;
+}
 
 export interface OpenedReply {
   op: 'opened';
   ok: number;
   failed: number;
   firstFailure?: string;
+  /** Opens answered 5xx and tried again (`retries`), and the first such answer. */
+  retried: number;
+  firstRetried?: string;
   ms: number;
 }
 
@@ -66,6 +107,9 @@ export interface FanoutReply {
   appendMs: number;
   viewers: number;
   complete: number;
+  /** Frames a complete viewer holds (1 + last seq), and the fewest any viewer held. */
+  frames: number;
+  fewestFrames: number;
   /** Bytes a viewer received per entry, framing included. */
   bytesPerEntry: number;
 }
@@ -122,14 +166,27 @@ export interface JoinReport {
 }
 
 export type ClientReply =
-  OpenedReply | FanoutReply | LatencyReply | { op: 'closed' } | { op: 'error'; message: string };
+  | OpenedReply
+  | FanoutReply
+  | LatencyReply
+  | SettledReply
+  | { op: 'closed' }
+  | { op: 'error'; message: string };
 
 interface Viewer {
   socket: net.Socket;
+  port: number;
+  path: string;
   status: number;
   frames: number;
   bytes: number;
   endsWithNewline: boolean;
+  /** The response head as read so far; undefined once it has ended. */
+  head: string | undefined;
+  chunked: boolean;
+  /** Chunked bodies: data bytes left in the current chunk, and a size line read in part. */
+  chunkLeft: number;
+  sizeLine: string;
   done: boolean;
   /** Arrival time of frame k at [k], while a latency run records them. */
   times: Float64Array | undefined;
@@ -147,23 +204,67 @@ let onAllDone: (() => void) | undefined;
 function onChunk(viewer: Viewer, chunk: Buffer): void {
   const now = performance.now();
   viewer.bytes += chunk.length;
-  if (viewer.status === 0) {
-    viewer.status = Number(chunk.toString('latin1', 9, 12));
-    if (viewer.status !== 200) viewer.onChange?.();
+  let body = chunk;
+  if (viewer.head !== undefined) {
+    // The response head, until its blank line: its status, and whether the body is chunked.
+    viewer.head += chunk.toString('latin1');
+    const end = viewer.head.indexOf('\r\n\r\n');
+    if (end === -1) return;
+    viewer.status = Number(viewer.head.slice(9, 12));
+    viewer.chunked = /^transfer-encoding:\s*chunked/im.test(viewer.head.slice(0, end));
+    body = chunk.subarray(chunk.length - (viewer.head.length - end - 4));
+    viewer.head = undefined;
+    if (viewer.status !== 200) {
+      viewer.onChange?.();
+      return;
+    }
   }
+  if (viewer.chunked) dechunk(viewer, body, now);
+  else countFrames(viewer, body, now);
+  viewer.onChange?.();
+  if (!viewer.done && viewer.frames >= target) markDone(viewer, now);
+}
+
+/**
+ * Counts the frames in the data of a chunked body (Pushpin's): chunks are cut wherever its
+ * buffer filled, so a frame's blank line may be split by a chunk's size line.
+ */
+function dechunk(viewer: Viewer, body: Buffer, now: number): void {
+  let at = 0;
+  while (at < body.length) {
+    if (viewer.chunkLeft > 0) {
+      const end = Math.min(body.length, at + viewer.chunkLeft);
+      countFrames(viewer, body.subarray(at, end), now);
+      viewer.chunkLeft -= end - at;
+      at = end;
+      continue;
+    }
+    // Between chunks: the CRLF that ends a chunk's data, then the next one's size line.
+    const lineEnd = body.indexOf(10, at);
+    const piece = body.toString('latin1', at, lineEnd === -1 ? body.length : lineEnd);
+    viewer.sizeLine += piece;
+    if (lineEnd === -1) return;
+    at = lineEnd + 1;
+    const size = viewer.sizeLine.trim();
+    viewer.sizeLine = '';
+    if (size !== '') viewer.chunkLeft = parseInt(size, 16);
+  }
+}
+
+/** Counts the blank lines that end frames, carrying a line feed across reads. */
+function countFrames(viewer: Viewer, data: Buffer, now: number): void {
+  if (data.length === 0) return;
   let from = 0;
-  if (viewer.endsWithNewline && chunk[0] === 10) {
+  if (viewer.endsWithNewline && data[0] === 10) {
     viewer.frames += 1;
     if (viewer.times) viewer.times[viewer.frames] = now;
     from = 1;
   }
-  for (let i = chunk.indexOf(BLANK_LINE, from); i !== -1; i = chunk.indexOf(BLANK_LINE, i + 2)) {
+  for (let i = data.indexOf(BLANK_LINE, from); i !== -1; i = data.indexOf(BLANK_LINE, i + 2)) {
     viewer.frames += 1;
     if (viewer.times) viewer.times[viewer.frames] = now;
   }
-  viewer.endsWithNewline = chunk[chunk.length - 1] === 10;
-  viewer.onChange?.();
-  if (!viewer.done && viewer.frames >= target) markDone(viewer, now);
+  viewer.endsWithNewline = data[data.length - 1] === 10;
 }
 
 function markDone(viewer: Viewer, now: number): void {
@@ -225,10 +326,16 @@ function openViewer(
   return new Promise((resolve, reject) => {
     const viewer: Viewer = {
       socket: undefined as unknown as net.Socket,
+      port,
+      path,
       status: 0,
       frames: 0,
       bytes: 0,
       endsWithNewline: false,
+      head: '',
+      chunked: false,
+      chunkLeft: 0,
+      sizeLine: '',
       done: !counted,
       times: undefined,
       onChange: undefined,
@@ -331,22 +438,34 @@ async function open(command: Extract<ClientCommand, { op: 'open' }>): Promise<Op
   let ok = 0;
   let failed = 0;
   let firstFailure: string | undefined;
+  let retried = 0;
+  let firstRetried: string | undefined;
   const worker = async () => {
     while (next < jobs.length && performance.now() - started < command.timeoutMs) {
       const path = jobs[next]!;
       next += 1;
-      try {
-        viewers.push(await openViewer(command.port, path, 10_000));
-        ok += 1;
-      } catch (error) {
-        failed += 1;
-        firstFailure ??= error instanceof Error ? error.message : String(error);
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          viewers.push(await openViewer(command.port, path, 10_000));
+          ok += 1;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          if (/^status 5/.test(message) && attempt < (command.retries ?? 0)) {
+            retried += 1;
+            firstRetried ??= message;
+            continue;
+          }
+          failed += 1;
+          firstFailure ??= message;
+        }
+        break;
       }
     }
   };
   await Promise.all(Array.from({ length: command.parallel }, worker));
   failed += jobs.length - ok - failed; // never started: out of time
-  return { op: 'opened', ok, failed, firstFailure, ms: performance.now() - started };
+  const ms = performance.now() - started;
+  return { op: 'opened', ok, failed, firstFailure, retried, firstRetried, ms };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -357,7 +476,8 @@ interface Ack {
   seqs: number[];
 }
 
-function post(url: string, body: string, authorization?: string): Promise<Ack> {
+/** A POST on the producer's keep-alive connections; resolves with a 2xx answer's body. */
+function request(url: string, body: string, authorization?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
@@ -375,8 +495,9 @@ function post(url: string, body: string, authorization?: string): Promise<Ack> {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode !== 200) reject(new Error(`append: ${res.statusCode} ${text}`));
-          else resolve(JSON.parse(text) as Ack);
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) reject(new Error(`append: ${status} ${text}`));
+          else resolve(text);
         });
         res.on('error', reject);
       },
@@ -385,6 +506,69 @@ function post(url: string, body: string, authorization?: string): Promise<Ack> {
     req.on('error', reject);
     req.end(body);
   });
+}
+
+interface Entry {
+  kind: string;
+  data: unknown;
+}
+
+/**
+ * Entries published to a peer since this process started: a peer's frames carry ids of its own,
+ * so the producer numbers its entries as it sends them, from 1, like Tailwater's seqs.
+ */
+let peerSeq = 0;
+
+/**
+ * Publishes one batch; the answer gives the seqs the entries have (frame k is seq k - 1). With
+ * `oneEach`, and always to nchan (one message per request), each entry is its own request, all
+ * sent at once on up to the agent's 64 connections.
+ */
+async function append(command: Publishing, entries: Entry[]): Promise<Ack> {
+  if (!command.oneEach && command.peer?.to !== 'nchan') return publish(command, entries);
+  const acks = await Promise.all(entries.map((entry) => publish(command, [entry])));
+  return {
+    first: Math.min(...acks.map((ack) => ack.first)),
+    last: Math.max(...acks.map((ack) => ack.last)),
+    seqs: acks.flatMap((ack) => ack.seqs),
+  };
+}
+
+interface Publishing {
+  appendUrl: string;
+  peer?: PeerPublish;
+  authorization?: string;
+  oneEach?: boolean;
+}
+
+/** One request: Tailwater's append, one nchan message, or a batch of Pushpin items. */
+async function publish(command: Publishing, entries: Entry[]): Promise<Ack> {
+  const { appendUrl, peer } = command;
+  if (!peer) {
+    const body = JSON.stringify({ events: entries });
+    return JSON.parse(await request(appendUrl, body, command.authorization)) as Ack;
+  }
+  // Numbered before anything is awaited, so in the order they are sent.
+  const first = peerSeq + 1;
+  peerSeq += entries.length;
+  const seqs = entries.map((_, i) => first + i);
+  // The same data line as Tailwater's native frame: {"seq","time","kind","data"}.
+  const data = (entry: Entry, seq: number) =>
+    JSON.stringify({ seq, time: new Date().toISOString(), kind: entry.kind, data: entry.data });
+  if (peer.to === 'pushpin') {
+    const items = entries.map((entry, i) => ({
+      channel: peer.channel,
+      formats: {
+        'http-stream': {
+          content: `id: ${seqs[i]}\nevent: ${entry.kind}\ndata: ${data(entry, seqs[i]!)}\n\n`,
+        },
+      },
+    }));
+    await request(appendUrl, JSON.stringify({ items }));
+  } else {
+    await request(appendUrl, data(entries[0]!, first));
+  }
+  return { first, last: seqs.at(-1)!, seqs };
 }
 
 async function fanout(command: Extract<ClientCommand, { op: 'fanout' }>): Promise<FanoutReply> {
@@ -396,11 +580,22 @@ async function fanout(command: Extract<ClientCommand, { op: 'fanout' }>): Promis
   let last = 0;
   for (let sent = 0; sent < command.entries; sent += command.batch) {
     if (performance.now() > deadline) throw new Error('fanout: appends ran out of time');
-    const events = [];
+    const events: Entry[] = [];
     for (let j = sent; j < Math.min(command.entries, sent + command.batch); j += 1) {
       events.push({ kind: 'progress', data: { n: j, pad } });
     }
-    last = (await post(command.appendUrl, JSON.stringify({ events }), command.authorization)).last;
+    if (command.ahead !== undefined && last > 0) {
+      // Every viewer must hold all but `ahead - events.length` of what was published.
+      const needed = last + events.length - command.ahead + 1;
+      if (!(await awaitAll(needed, deadline))) {
+        const fewest = Math.min(...viewers.map((viewer) => viewer.frames));
+        throw new Error(
+          `fanout: a viewer held ${fewest} frames where ${needed} were due (entries lost?), ${sent} of ${command.entries} published`,
+        );
+      }
+      resetRun();
+    }
+    last = (await append(command, events)).last;
   }
   const appendMs = performance.now() - started;
   const complete = await awaitAll(last + 1, deadline);
@@ -410,6 +605,8 @@ async function fanout(command: Extract<ClientCommand, { op: 'fanout' }>): Promis
     appendMs,
     viewers: viewers.length,
     complete: doneCount,
+    frames: last + 1,
+    fewestFrames: Math.min(...viewers.map((viewer) => viewer.frames)),
     bytesPerEntry: ((viewers[0]?.bytes ?? 0) - bytesBefore) / command.entries,
   };
   resetRun();
@@ -456,13 +653,11 @@ async function latency(command: Extract<ClientCommand, { op: 'latency' }>): Prom
       joinAt = joiner.startedAt;
     }
     const now = performance.now();
-    const body = JSON.stringify({
-      events: [{ kind: 'progress', data: { t: performance.timeOrigin + now, i, pad } }],
-    });
+    const entry = { kind: 'progress', data: { t: performance.timeOrigin + now, i, pad } };
     sendAt[i] = now;
     inFlight += 1;
     sent += 1;
-    post(command.appendUrl, body).then(
+    append(command, [entry]).then(
       (ack) => {
         ackAt[i] = performance.now();
         seqOf[i] = ack.seqs[0]!;
@@ -594,6 +789,43 @@ function joinStats(
   };
 }
 
+/** How long a Pushpin viewer may go without a probe before it is taken as never subscribed. */
+const SUBSCRIBE_WAIT_MS = 5000;
+
+async function settle(command: Extract<ClientCommand, { op: 'settle' }>): Promise<ClientReply> {
+  const deadline = performance.now() + command.timeoutMs;
+  const content = ': settling\n\n';
+  const body = JSON.stringify({
+    items: [{ channel: command.channel, formats: { 'http-stream': { content } } }],
+  });
+  let probes = 0;
+  let reopened = 0;
+  let since = performance.now();
+  const waiting = () => viewers.filter((viewer) => viewer.frames < 2);
+  while (waiting().length > 0) {
+    if (performance.now() > deadline) {
+      throw new Error(`settle: ${waiting().length} viewers had no probe after ${probes} probes`);
+    }
+    if (performance.now() - since > SUBSCRIBE_WAIT_MS) {
+      // Opened, first frame and all, but never subscribed: what a browser would see as a
+      // stream that stays silent. Counted, and opened again.
+      for (const viewer of waiting()) {
+        viewer.socket.destroy();
+        viewers[viewers.indexOf(viewer)] = await openViewer(viewer.port, viewer.path, 10_000);
+        reopened += 1;
+      }
+      since = performance.now();
+    }
+    await request(command.appendUrl, body);
+    probes += 1;
+    await sleep(100);
+  }
+  // The last probes may still be on their way to some viewers.
+  await sleep(500);
+  for (const viewer of viewers) viewer.frames = 1;
+  return { op: 'settled', probes, reopened };
+}
+
 function close(): void {
   for (const viewer of viewers.splice(0)) viewer.socket.destroy();
   agent.destroy();
@@ -607,6 +839,8 @@ async function handle(command: ClientCommand): Promise<ClientReply> {
       return fanout(command);
     case 'latency':
       return latency(command);
+    case 'settle':
+      return settle(command);
     case 'close':
       close();
       return { op: 'closed' };

@@ -7,6 +7,9 @@
 #   S3-compatible storage on 127.0.0.1:4569, bucket tailwater-test (s3rver, from npm: the
 #   S3 segment store's tests)
 # and installs Chromium (/usr/bin/chromium) for the dashboard's browser tests (playwright-core).
+# With --peers it also installs nchan (libnginx-mod-nchan) and Pushpin, the peers of
+# `npm run bench -- peers` (bench/peers.ts), which starts its own instances of them on free
+# loopback ports, fresh for each measurement.
 # Recipe and pitfalls: docs/SERVICES.md.
 set -euo pipefail
 
@@ -193,3 +196,24 @@ ensure_nginx() {
 }
 
 ensure_nginx
+
+# nchan and Pushpin (--peers): only the packages. Debian's pushpin package enables a system
+# service on 0.0.0.0:7999; one that its install started is stopped again.
+ensure_peers() {
+  local missing=()
+  [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] || missing+=(libnginx-mod-nchan)
+  [ -x /usr/bin/pushpin ] || missing+=(pushpin)
+  ((${#missing[@]} == 0)) && return 0
+  echo "services: installing ${missing[*]} from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  if ((APT_UPDATED == 0)); then
+    apt-get update -qq
+    APT_UPDATED=1
+  fi
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  [ -x /etc/init.d/pushpin ] && /etc/init.d/pushpin stop >/dev/null 2>&1 || true
+  [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] && [ -x /usr/bin/pushpin ] ||
+    { echo "services: nchan or Pushpin is missing after installing them" >&2; return 1; }
+}
+
+if [ "${1:-}" = "--peers" ]; then ensure_peers; fi
