@@ -64,7 +64,10 @@ const FANOUT_TARGETS: Target[] = [
 const perCpuSecond = (m: Fanout) => 1_000_000 / m.serverCpuPer1k;
 
 const neverSubscribed = (n: number) =>
-  `${n} viewer${n === 1 ? '' : 's'} got the first frame but was never subscribed (no probe in 5 s), opened again`;
+  `${n} of the viewers got their first frame but were never subscribed (no probe within 5 s) and were opened again`;
+
+/** A directory of its own for each measurement: a Tailwater must not find another's data. */
+const fresh = (dir: string) => mkdtempSync(join(dir, 'measurement-'));
 
 type Outcome<T> = { ok: T } | { failed: string };
 
@@ -120,7 +123,7 @@ async function fanoutAt(
     console.log(`# peers: fan-out, ${fmt(shape.viewers)} viewers, ${target.name}`);
     results.push({
       target,
-      outcome: await attempt(() => measureFanout(target, dir, rounds, shape)),
+      outcome: await attempt(() => measureFanout(target, fresh(dir), rounds, shape)),
     });
   }
   return results;
@@ -270,7 +273,7 @@ export async function benchPeers(): Promise<void> {
       ['Tailwater (durable)', 'tailwater'],
     ] as const) {
       console.log(`# peers: latency, ${name}`);
-      latency.push({ name, outcome: await attempt(() => measureLatency(target, dir)) });
+      latency.push({ name, outcome: await attempt(() => measureLatency(target, fresh(dir))) });
     }
     rows.push(...latencyRows(latency));
 
@@ -282,7 +285,7 @@ export async function benchPeers(): Promise<void> {
       ['Tailwater (durable)', 'tailwater'],
     ] as const) {
       console.log(`# peers: idle memory, ${name}`);
-      idle.push({ name, outcome: await attempt(() => idleMemory(target, dir)) });
+      idle.push({ name, outcome: await attempt(() => idleMemory(target, fresh(dir))) });
     }
     const idleBase = idle[0]!.outcome;
     for (const { name, outcome } of idle) {
