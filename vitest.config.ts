@@ -35,6 +35,13 @@ const BACKEND_SUITES = [
 ];
 
 /**
+ * Unit files that judge this process's event loop (how late timers fire, its delay under load):
+ * each in a fresh process. Without isolation a worker's files share one event loop, and after
+ * some files it ran timers 150 ms late.
+ */
+const UNIT_ISOLATED = ['test/unit/seal-loop.test.ts', 'test/unit/fuzz-routes.test.ts'];
+
+/**
  * e2e files that run alone, after everything else, one at a time: stomp-source stops and starts
  * the shared ActiveMQ, which stomp-fleet needs up all along; the others load the machine hard
  * (failover's outages under a stream of appends, hostile-clients' 40 MB bodies and 300,000-entry
@@ -71,6 +78,17 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          exclude: UNIT_ISOLATED,
+          // Each worker imports the modules once for all its files, not once per file: a third
+          // of this project's time was imports. Every file makes its own apps and stores.
+          isolate: false,
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'unit-isolated',
+          include: UNIT_ISOLATED,
           testTimeout: 20_000,
         },
       },
@@ -99,6 +117,7 @@ export default defineConfig({
           // (test/helpers/backends.ts): every behaviour they check holds on both backend pairs.
           name: 'postgres+redis',
           include: BACKEND_SUITES,
+          isolate: false,
           env: { TAILWATER_TEST_BACKEND: 'postgres+redis' },
           testTimeout: 30_000,
           hookTimeout: 30_000,
