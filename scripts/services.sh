@@ -37,20 +37,22 @@ wait_for_port() { # port seconds what logfile
 
 APT_UPDATED=0
 
+apt_install() { # package...
+  echo "services: installing $* from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  if ((APT_UPDATED == 0)); then
+    apt-get update -qq
+    APT_UPDATED=1
+  fi
+  apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
 install_missing() {
   local missing=()
   [ -x /etc/init.d/activemq ] && [ -f "$INSTANCE/activemq.xml" ] || missing+=(activemq)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   [ -x /usr/bin/redis-server ] && [ -x /usr/bin/redis-cli ] || missing+=(redis-server)
-  if ((${#missing[@]} > 0)); then
-    echo "services: installing ${missing[*]} from Debian's packages"
-    export DEBIAN_FRONTEND=noninteractive
-    if ((APT_UPDATED == 0)); then
-      apt-get update -qq
-      APT_UPDATED=1
-    fi
-    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  if ((${#missing[@]} > 0)); then apt_install "${missing[@]}"; fi
 }
 
 configure_activemq() {
@@ -101,13 +103,7 @@ start_postgres() {
   if port_open "$PG_PORT"; then return 0; fi
   if ! pg_bin >/dev/null; then
     # Only when the server is missing: installing the package upgrades one that is there.
-    echo "services: installing postgresql from Debian's packages"
-    export DEBIAN_FRONTEND=noninteractive
-    if ((APT_UPDATED == 0)); then
-      apt-get update -qq
-      APT_UPDATED=1
-    fi
-    apt-get install -y -q --no-install-recommends postgresql >/dev/null
+    apt_install postgresql
   fi
   local bin version
   bin=$(pg_bin)
@@ -184,13 +180,7 @@ start_postgres
 # started, and one the package's install started is stopped again.
 ensure_nginx() {
   [ -x /usr/sbin/nginx ] && return 0
-  echo "services: installing nginx from Debian's packages"
-  export DEBIAN_FRONTEND=noninteractive
-  if ((APT_UPDATED == 0)); then
-    apt-get update -qq
-    APT_UPDATED=1
-  fi
-  apt-get install -y -q --no-install-recommends nginx >/dev/null
+  apt_install nginx
   [ -f /run/nginx.pid ] && /usr/sbin/nginx -s quit 2>/dev/null || true
   [ -x /usr/sbin/nginx ] || { echo "services: /usr/sbin/nginx is missing" >&2; return 1; }
 }
@@ -204,13 +194,7 @@ ensure_peers() {
   [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] || missing+=(libnginx-mod-nchan)
   [ -x /usr/bin/pushpin ] || missing+=(pushpin)
   ((${#missing[@]} == 0)) && return 0
-  echo "services: installing ${missing[*]} from Debian's packages"
-  export DEBIAN_FRONTEND=noninteractive
-  if ((APT_UPDATED == 0)); then
-    apt-get update -qq
-    APT_UPDATED=1
-  fi
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
   [ -x /etc/init.d/pushpin ] && /etc/init.d/pushpin stop >/dev/null 2>&1 || true
   [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] && [ -x /usr/bin/pushpin ] ||
     { echo "services: nchan or Pushpin is missing after installing them" >&2; return 1; }
