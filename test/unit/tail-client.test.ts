@@ -236,16 +236,19 @@ describe('tail()', () => {
       },
     );
 
-    const TOTAL = 600;
+    // At least 600 entries, and more until the fifth cut: a cut needs an entry on the new
+    // connection, so the producer outlasts the cuts however slowly the machine reconnects.
+    let cuts = 0;
+    let sent = 0;
     const producing = (async () => {
-      for (let n = 0; n < TOTAL; n += 10) {
-        const batch = Array.from({ length: 10 }, (_, i) => ({ kind: 'progress', data: n + i }));
+      while ((sent < 600 || cuts < 5) && sent < 20_000) {
+        const batch = Array.from({ length: 10 }, (_, i) => ({ kind: 'progress', data: sent + i }));
         await client.appendEvents(target, batch);
+        sent += 10;
         await delay(3);
       }
     })();
     // Cut 5 times, each after the viewer received something on its new connection.
-    let cuts = 0;
     for (let tries = 0; cuts < 5 && tries < 2000; tries += 1) {
       await delay(10);
       if (sinceCut > 0 && proxy.open > 0) {
@@ -261,6 +264,7 @@ describe('tail()', () => {
     expect(cuts).toBe(5);
     expect(events.filter((e) => e.type === 'reconnecting').length).toBeGreaterThanOrEqual(5);
     expect(proxy.connections).toBeGreaterThanOrEqual(6);
+    const TOTAL = sent;
     const lastSeq = TOTAL + 2;
     expect(entriesOf(events).map((e) => e.seq)).toEqual(
       Array.from({ length: lastSeq }, (_, i) => i + 1),
