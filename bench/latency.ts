@@ -24,7 +24,7 @@ import { fmt, writeSection } from './report.js';
 import type { Row } from './report.js';
 import type { LatencyReply, Percentiles } from './viewer-client.js';
 
-const VIEWERS = Number(process.env['BENCH_LATENCY_VIEWERS'] ?? 1000);
+export const VIEWERS = Number(process.env['BENCH_LATENCY_VIEWERS'] ?? 1000);
 /** Appends per second, run in this order on the same connections: the light load first. */
 const RATES = (process.env['BENCH_LATENCY_RATES'] ?? '50,200').split(',').map(Number);
 const SECONDS = Number(process.env['BENCH_LATENCY_SECONDS'] ?? 5);
@@ -154,8 +154,8 @@ function phasesOf(before: string, after: string): NonNullable<Measured['phases']
   return { queued: of('queued'), read: of('read'), write: of('write') };
 }
 
-const ms = (n: number) => `${n.toFixed(1)} ms`;
-const triple = (p: Percentiles) => `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`;
+export const ms = (n: number) => `${n.toFixed(1)} ms`;
+export const triple = (p: Percentiles) => `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`;
 const pair = (p: { p50?: number | undefined; p99?: number | undefined } | undefined) =>
   p?.p50 === undefined || p.p99 === undefined ? 'n/a' : `${ms(p.p50)} / ${ms(p.p99)}`;
 const pct = (n: number) => `${(n * 100).toFixed(0)} %`;

@@ -13,7 +13,7 @@ import type { Measured as Fanout, Target } from './fanout.js';
 import { FANOUT, measureFanout } from './fanout.js';
 import { settledKiB } from './idle-memory.js';
 import type { Measured as Latency } from './latency.js';
-import { measureLatency } from './latency.js';
+import { measureLatency, ms, triple, VIEWERS as LATENCY_VIEWERS } from './latency.js';
 import type { PeerTarget } from './peer-streams.js';
 import { peerPath, startPeerStream } from './peer-streams.js';
 import type { Proc, ViewerClient } from './procs.js';
@@ -30,7 +30,7 @@ import {
 } from './procs.js';
 import { fmt, median, writeSection } from './report.js';
 import type { Row } from './report.js';
-import type { OpenedReply, Percentiles } from './viewer-client.js';
+import type { OpenedReply } from './viewer-client.js';
 
 const CORES = cpus().length;
 const ROUNDS = Number(process.env['BENCH_PEERS_ROUNDS'] ?? 5);
@@ -73,7 +73,8 @@ type Outcome<T> = { ok: T } | { failed: string };
 
 /**
  * Runs one measurement, its failure a finding rather than the end of the run. It first waits
- * (up to 15 s) for the machine to be quiet: a server just stopped may still be closing sockets.
+ * (up to 15 s) for the machine to be quiet, so that no measurement starts while the last one's
+ * processes are still exiting.
  */
 async function attempt<T>(run: () => Promise<T>): Promise<Outcome<T>> {
   const waitUntil = performance.now() + 15_000;
@@ -129,9 +130,6 @@ async function fanoutAt(
   return results;
 }
 
-const ms = (n: number) => `${n.toFixed(1)} ms`;
-const triple = (p: Percentiles) => `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`;
-
 function latencyRows(results: Array<{ name: string; outcome: Outcome<Latency[]> }>): Row[] {
   const rows: Row[] = [];
   const rates = [
@@ -142,7 +140,7 @@ function latencyRows(results: Array<{ name: string; outcome: Outcome<Latency[]> 
     const baseP99 =
       base && 'ok' in base ? base.ok.find((m) => m.rate === rate)?.reply.fromSend.p99 : undefined;
     for (const { name, outcome } of results) {
-      const row = `latency, ${fmt(FANOUT.viewers)} viewers, ${rate} appends/s — ${name}, sent → received, p50 / p99 / max`;
+      const row = `latency, ${fmt(LATENCY_VIEWERS)} viewers, ${rate} appends/s — ${name}, sent → received, p50 / p99 / max`;
       if ('failed' in outcome) {
         rows.push({ name: row, value: 'did not complete', note: outcome.failed });
         continue;
