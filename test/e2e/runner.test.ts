@@ -17,10 +17,14 @@ import type { SseReader } from '../helpers/sse.js';
 
 const PIPELINE = 'runner.e2e';
 
-/** A command printing numbered lines (some with multi-byte text) with random pauses. */
+/**
+ * A command printing numbered lines (some with multi-byte text) with random pauses. After the
+ * first line it waits (at most 30 s) for the gate file to exist, which the test creates once a
+ * viewer has seen that line: so the line was live while the command was still printing.
+ */
 const NUMBERED_LINES = `
-import { writeFileSync } from 'node:fs';
-const [count, captureFile, timingFile, seed] = process.argv.slice(2);
+import { existsSync, writeFileSync } from 'node:fs';
+const [count, captureFile, gateFile, timingFile, seed] = process.argv.slice(2);
 let state = Number(seed) >>> 0;
 const random = () => {
   state = (state + 0x6d2b79f5) >>> 0;
@@ -31,31 +35,53 @@ const random = () => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const written = [];
-let firstAt = 0;
-let lastAt = 0;
+let gateOpened = false;
 for (let n = 1; n <= Number(count); n += 1) {
   const line = 'line ' + String(n).padStart(5, '0') + ' ' + 'x'.repeat(Math.floor(random() * 60)) +
     (n % 7 === 0 ? ' naïve ✓ — ünïcödé' : '') + '\\n';
   process.stdout.write(line);
   written.push(line);
-  if (n === 1) firstAt = Date.now();
-  lastAt = Date.now();
+  if (n === 1) {
+    for (let i = 0; i < 3000 && !gateOpened; i += 1) {
+      gateOpened = existsSync(gateFile);
+      if (!gateOpened) await sleep(10);
+    }
+  }
   if (random() < 0.01) await sleep(Math.floor(random() * 40));
 }
 writeFileSync(captureFile, written.join(''));
-writeFileSync(timingFile, JSON.stringify({ firstAt, lastAt }));
+writeFileSync(timingFile, JSON.stringify({ gateOpened }));
 `;
 
-/** A command printing one timestamped line every 20 ms. */
+/**
+ * A command printing a timestamped line every 20 ms, told by files what the test is doing. Once
+ * the `down` file exists it writes a 256 KiB burst, four times the pipe's buffer, so the write
+ * completes only if the runner keeps draining its output, and then creates `burst-done`. Once
+ * the `up` file exists it prints 50 more lines and exits (after 20,000 lines at most).
+ */
 const TICKER = `
-import { writeFileSync } from 'node:fs';
-const [count, captureFile] = process.argv.slice(2);
+import { existsSync, writeFileSync } from 'node:fs';
+const [captureFile, downFile, burstDoneFile, upFile] = process.argv.slice(2);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const written = [];
-for (let n = 1; n <= Number(count); n += 1) {
-  const line = 'tick ' + String(n).padStart(4, '0') + ' at ' + Date.now() + '\\n';
-  process.stdout.write(line);
-  written.push(line);
+const print = (text) =>
+  new Promise((resolve) => {
+    written.push(text);
+    process.stdout.write(text, resolve);
+  });
+let burst = false;
+let afterUp = 0;
+for (let n = 1; n <= 20000 && afterUp < 50; n += 1) {
+  await print('tick ' + String(n).padStart(5, '0') + ' at ' + Date.now() + '\\n');
+  if (!burst && existsSync(downFile)) {
+    burst = true;
+    const lines = [];
+    for (let b = 1; b <= 4096; b += 1) lines.push('burst ' + String(b).padStart(4, '0') + ' ' + 'y'.repeat(52) + '\\n');
+    await print(lines.join(''));
+    await print('tick ' + String(n).padStart(5, '0') + ' after the burst at ' + Date.now() + '\\n');
+    writeFileSync(burstDoneFile, String(Date.now()));
+  }
+  if (existsSync(upFile)) afterUp += 1;
   await sleep(20);
 }
 writeFileSync(captureFile, written.join(''));
@@ -260,14 +286,15 @@ describe('tailwater run against a real tailwater serve', () => {
       const script = join(work, 'numbered.mjs');
       writeFileSync(script, NUMBERED_LINES);
       const capture = join(work, 'output.txt');
+      const gate = join(work, 'gate');
       const timing = join(work, 'timing.json');
       const run = runPath('lines-10000');
 
-      // The viewer is there before the run exists; the stream waits for it.
+      // The viewer is there before the run exists; the stream waits for it. Once it has seen the
+      // first line, it opens the gate that the command waits at before printing the rest.
       const reader = await openSse(`${server.url}${run}/stream?kinds=log`);
       readers.push(reader);
       expect(reader.status).toBe(200);
-      let firstOutputSeenAt = 0;
       const firstOutputSeen = reader
         .waitFor(
           (events) =>
@@ -277,11 +304,11 @@ describe('tailwater run against a real tailwater serve', () => {
           60_000,
         )
         .then(
-          () => (firstOutputSeenAt = Date.now()),
-          () => undefined, // asserted below through firstOutputSeenAt
+          () => writeFileSync(gate, ''),
+          () => undefined, // asserted below through the command's gateOpened
         );
 
-      const command = [process.execPath, script, '10000', capture, timing, '20261129'];
+      const command = [process.execPath, script, '10000', capture, gate, timing, '20261129'];
       const cli = startCli(
         [
           '--pipeline',
@@ -300,7 +327,7 @@ describe('tailwater run against a real tailwater serve', () => {
       await firstOutputSeen;
 
       const output = readFileSync(capture, 'utf8');
-      const { lastAt } = JSON.parse(readFileSync(timing, 'utf8')) as { lastAt: number };
+      const { gateOpened } = JSON.parse(readFileSync(timing, 'utf8')) as { gateOpened: boolean };
       expect(output.split('\n')).toHaveLength(10_001);
 
       // The log is the header line and then exactly what the command wrote.
@@ -321,9 +348,9 @@ describe('tailwater run against a real tailwater serve', () => {
       // 300-odd KiB in chunks of at most 4 KiB.
       expect(entries.length).toBeGreaterThan(Buffer.byteLength(output) / 4096);
 
-      // Live: the first line reached the viewer while the command was still printing.
-      expect(firstOutputSeenAt).toBeGreaterThan(0);
-      expect(firstOutputSeenAt).toBeLessThan(lastAt);
+      // Live: the first line reached the viewer while the command was still printing (it printed
+      // the rest only once the viewer had seen it).
+      expect(gateOpened).toBe(true);
       const firstSeen = reader.events
         .filter((e) => e.event === 'log')
         .map((e) => JSON.parse(e.data) as Entry)
@@ -483,44 +510,55 @@ describe('tailwater run against a real tailwater serve', () => {
         const script = join(work, 'ticker.mjs');
         writeFileSync(script, TICKER);
         const capture = join(work, 'output.txt');
+        const [downFile, burstDoneFile, upFile] = ['down', 'burst-done', 'up'].map((name) =>
+          join(work, name),
+        );
         const port = await freePort();
         let server = await startServer(['--data', data, '--port', String(port)]);
         expect(server.url).toBe(`http://127.0.0.1:${port}`);
         const runId = `restart-${stopSignal}`;
         const run = runPath(runId);
 
-        const command = [process.execPath, script, '500', capture];
+        const command = [process.execPath, script, capture, downFile, burstDoneFile, upFile];
         const cli = startCli(
           ['--pipeline', PIPELINE, '--run-id', runId, '--server', server.url, '--', ...command],
           spoolDir,
         );
         // Stop the server once the run is well under way.
-        expect(await until(() => cli.stdout().includes('tick 0075 '), 10_000), cli.stderr()).toBe(
+        expect(await until(() => cli.stdout().includes('tick 00075 '), 30_000), cli.stderr()).toBe(
           true,
         );
         const storedBefore = await readLogEntries(server.url, run);
         expect(storedBefore.length).toBeGreaterThan(1);
         await server.stop(stopSignal);
         const downAt = Date.now();
-        await new Promise((resolve) => setTimeout(resolve, 5000));
+        // While the server is away the command writes four pipes' worth at once: the write
+        // completes only if the runner keeps reading (and keeps what it reads on disk).
+        writeFileSync(downFile, '');
+        expect(await until(() => existsSync(burstDoneFile), 30_000), cli.stderr()).toBe(true);
+        // Stay away 5 s in all, so the runner retries more than once.
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.max(0, downAt + 5000 - Date.now())),
+        );
         const upAt = Date.now();
         server = await startServer(['--data', data, '--port', String(port)]);
         expect(server.url).toBe(`http://127.0.0.1:${port}`);
         expect(cli.child.exitCode).toBeNull(); // the command was still running
+        writeFileSync(upFile, '');
 
         expect(await cli.exited, cli.stderr()).toEqual({ code: 0, signal: null });
         // The runner did find the server gone, and kept the output on disk meanwhile.
         expect(cli.stderr()).toContain('output is kept on disk');
         const output = readFileSync(capture, 'utf8');
         const lines = output.split('\n').slice(0, -1);
-        expect(lines).toHaveLength(500);
+        const ticks = lines.filter((line) => line.startsWith('tick '));
+        expect(lines.length - ticks.length).toBe(4096);
 
-        // The command kept printing while the server was away: lines stamped during the outage,
-        // and never a long stall between two lines.
-        const stamps = lines.map((line) => Number(/ at (\d+)$/.exec(line)![1]));
-        expect(stamps.filter((at) => at > downAt && at < upAt).length).toBeGreaterThan(150);
-        const stalls = stamps.slice(1).map((at, i) => at - stamps[i]!);
-        expect(Math.max(...stalls)).toBeLessThan(1000);
+        // The command kept printing while the server was away: the burst, and ticks stamped
+        // during the outage.
+        const stamps = ticks.map((line) => Number(/ at (\d+)$/.exec(line)![1]));
+        expect(stamps.filter((at) => at > downAt && at < upAt).length).toBeGreaterThan(0);
+        expect(Number(readFileSync(burstDoneFile, 'utf8'))).toBeLessThan(upAt);
 
         const log = await logText(server.url, run);
         expect(Buffer.from(log).equals(Buffer.from(header(command) + output))).toBe(true);
@@ -538,7 +576,7 @@ describe('tailwater run against a real tailwater serve', () => {
         expect(await runStatus(server.url, run)).toBe('success');
         expect(existsSync(spoolDir)).toBe(true);
         expect(readdirSync(spoolDir)).toEqual([]);
-      }, 60_000);
+      }, 120_000);
     },
   );
 });
