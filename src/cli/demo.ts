@@ -6,7 +6,6 @@ export const DEMO_PIPELINE = 'demo.nightly_etl';
 
 const STEPS = ['extract', 'transform', 'load'] as const;
 const TABLES = ['orders', 'customers', 'payments', 'shipments', 'inventory', 'returns'];
-const RUN_SECONDS = 60;
 /** Every this many seconds the load step commits a table, and says so on the Iceberg topic. */
 const COMMIT_EVERY_SECONDS = 5;
 const PAUSE_SECONDS = 5;
@@ -24,6 +23,12 @@ export interface DemoIceberg {
   kind: string;
 }
 
+export interface DemoOptions {
+  iceberg?: DemoIceberg;
+  /** How long each run lasts (default 60 s). */
+  runSeconds?: number;
+}
+
 /** A table commit in the seed's Iceberg event shape; the snapshot id is past 2^53, as real ones are. */
 function icebergCommit(kind: string, table: string, rows: number, n: number): NewEvent {
   const snapshotId = `${7_340_000_000_000_000_000n + BigInt(n)}`;
@@ -36,7 +41,7 @@ function icebergCommit(kind: string, table: string, rows: number, n: number): Ne
 }
 
 /**
- * A sample pipeline so that a newcomer sees something move at once: runs of a minute that
+ * A sample pipeline so that a newcomer sees something move at once: runs of a minute (by default) that
  * write a few log lines and a progress event every second, say when each step starts and
  * finishes, commit a table to the Iceberg topic every few seconds, then succeed, one after
  * another.
@@ -44,8 +49,10 @@ function icebergCommit(kind: string, table: string, rows: number, n: number): Ne
 export function startDemo(
   ingest: Ingest,
   log: (message: string) => void = () => {},
-  iceberg: DemoIceberg = { topic: 'iceberg', kind: 'iceberg-mutation' },
+  options: DemoOptions = {},
 ): Demo {
+  const iceberg = options.iceberg ?? { topic: 'iceberg', kind: 'iceberg-mutation' };
+  const runSeconds = options.runSeconds ?? 60;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let runNumber = 0;
@@ -65,9 +72,9 @@ export function startDemo(
     let commits = 0;
     let committed = 0;
     let previousStep: string | undefined;
-    for (let second = 1; second <= RUN_SECONDS && !stopped; second += 1) {
+    for (let second = 1; second <= runSeconds && !stopped; second += 1) {
       const step =
-        STEPS[Math.min(STEPS.length - 1, Math.floor(((second - 1) * STEPS.length) / RUN_SECONDS))]!;
+        STEPS[Math.min(STEPS.length - 1, Math.floor(((second - 1) * STEPS.length) / runSeconds))]!;
       if (step !== previousStep) {
         const changes: NewEvent[] = [{ kind: 'step', step, data: { state: 'started' } }];
         if (previousStep) {
@@ -88,7 +95,7 @@ export function startDemo(
       }
       await ingest.appendLog(DEMO_PIPELINE, runId, { text: lines.join(''), step });
       await ingest.appendEvents(run, [
-        { kind: 'progress', step, data: { pct: Math.round((second * 100) / RUN_SECONDS), rows } },
+        { kind: 'progress', step, data: { pct: Math.round((second * 100) / runSeconds), rows } },
       ]);
       if (second % COMMIT_EVERY_SECONDS === 0) {
         commits += 1;

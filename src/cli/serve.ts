@@ -60,8 +60,8 @@ export function serveCommand(program: Command): void {
       const server = await startServer(settings, { sources: loadSources(flags.config) });
       const demo = settings.demo
         ? startDemo(server.ingest, (message) => server.app.log.info(message), {
-            topic: settings.icebergTopic,
-            kind: settings.icebergKind,
+            iceberg: { topic: settings.icebergTopic, kind: settings.icebergKind },
+            runSeconds: settings.demoRunSeconds,
           })
         : undefined;
       process.stdout.write(`Tailwater listening on ${server.url}\n`);

@@ -53,6 +53,8 @@ export const settingsSchema = z.strictObject({
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMinute: positiveInt.default(30),
   demo: z.boolean().default(false),
+  /** How long each of the demo pipeline's runs lasts. */
+  demoRunSeconds: positiveInt.max(86_400).default(60),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * SQLite's synchronous mode under WAL. `normal` makes a commit durable against a crash of the

@@ -56,10 +56,15 @@ async function waitForGroupExit(pgid: number, timeoutMs: number): Promise<boolea
  * Runs `npm start -- <args>` (npm appends the args to the script's command) in its own process
  * group and waits for the server's "listening on http://…" line.
  */
-async function startNpmStart(args: string[], timeoutMs = START_TIMEOUT): Promise<NpmStart> {
+async function startNpmStart(
+  args: string[],
+  settings: Record<string, string> = {},
+  timeoutMs = START_TIMEOUT,
+): Promise<NpmStart> {
   const env: NodeJS.ProcessEnv = { ...process.env, npm_config_update_notifier: 'false' };
   // As a newcomer would run it: no settings from this shell's TAILWATER_* variables.
   for (const name of Object.keys(env)) if (name.startsWith('TAILWATER_')) delete env[name];
+  Object.assign(env, settings);
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: ROOT,
     env,
@@ -145,7 +150,11 @@ describe('`npm start`, then the dashboard in Chromium', () => {
   beforeAll(async () => {
     checkBrowserPrerequisites();
     dataDir = mkdtempSync(join(tmpdir(), 'tailwater-demo-'));
-    server = await startNpmStart(['--port', '0', '--data', dataDir]);
+    // Runs of 5 minutes rather than one, so that the run the tests follow is still running when
+    // the last of them looks at it, however long the machine takes to get there.
+    server = await startNpmStart(['--port', '0', '--data', dataDir], {
+      TAILWATER_DEMO_RUN_SECONDS: '300',
+    });
     const url = new URL(server.url);
     expect(url.hostname).toBe('127.0.0.1');
     expect(url.port).not.toBe('8585');

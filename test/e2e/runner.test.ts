@@ -510,9 +510,9 @@ describe('tailwater run against a real tailwater serve', () => {
         const script = join(work, 'ticker.mjs');
         writeFileSync(script, TICKER);
         const capture = join(work, 'output.txt');
-        const [downFile, burstDoneFile, upFile] = ['down', 'burst-done', 'up'].map((name) =>
-          join(work, name),
-        );
+        const downFile = join(work, 'down');
+        const burstDoneFile = join(work, 'burst-done');
+        const upFile = join(work, 'up');
         const port = await freePort();
         let server = await startServer(['--data', data, '--port', String(port)]);
         expect(server.url).toBe(`http://127.0.0.1:${port}`);
