@@ -41,10 +41,10 @@ function icebergCommit(kind: string, table: string, rows: number, n: number): Ne
 }
 
 /**
- * A sample pipeline so that a newcomer sees something move at once: runs of a minute (by default) that
- * write a few log lines and a progress event every second, say when each step starts and
- * finishes, commit a table to the Iceberg topic every few seconds, then succeed, one after
- * another.
+ * A sample pipeline so that a newcomer sees something move at once: runs (of a minute, by
+ * default) that write a few log lines and a progress event every second, say when each step
+ * starts and finishes, commit a table to the Iceberg topic every few seconds, then succeed,
+ * one after another.
  */
 export function startDemo(
   ingest: Ingest,
