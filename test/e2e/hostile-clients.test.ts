@@ -404,6 +404,17 @@ class HealthPoller {
   }
 }
 
+/**
+ * How long a /healthz may take while a hostile request is handled: `floorMs`, or five times
+ * the slowest of 300 ms of polls taken just before, whichever is more. A request that holds
+ * the event loop still fails this; a machine that is busy anyway does not.
+ */
+async function promptBound(port: number, floorMs: number): Promise<number> {
+  const before = new HealthPoller(port);
+  await sleep(300);
+  return Math.max(floorMs, 5 * Math.max(...(await before.stop()).map((p) => p.ms)));
+}
+
 function expectAllAnswered(polls: readonly Poll[], maxMs: number, atLeast = 1): void {
   expect(polls.length).toBeGreaterThanOrEqual(atLeast);
   expect(polls.filter((poll) => poll.status !== 200)).toEqual([]);
@@ -499,8 +510,8 @@ describe('a batch of millions of tiny events', () => {
     async (route) => {
       const server = await serve();
       const body = flood();
+      const promptMs = await promptBound(server.port, 1000);
       const poller = new HealthPoller(server.port);
-      await sleep(200); // a few polls before the attack, as a baseline
       const rssBefore = rssBytes(server.pid);
       const rss = sampleRss(server.pid);
       const connection = await RawConnection.open(server.port);
@@ -534,7 +545,8 @@ describe('a batch of millions of tiny events', () => {
         console.log(
           `${route.path}: answered in ${answeredMs.toFixed(0)} ms after ${sent} of ${body.length} bytes; ` +
             `RSS ${(rssBefore / MB).toFixed(0)} → peak ${(peakRss / MB).toFixed(0)} MB; ` +
-            `${polls.length} /healthz polls, slowest ${Math.max(...polls.map((p) => p.ms)).toFixed(0)} ms`,
+            `${polls.length} /healthz polls, slowest ${Math.max(...polls.map((p) => p.ms)).toFixed(0)} ms ` +
+            `(allowed ${promptMs.toFixed(0)} ms)`,
         );
 
         expect(response.status).toBe(route.status);
@@ -546,8 +558,8 @@ describe('a batch of millions of tiny events', () => {
         expect(response.headers['connection']).toBe('close');
         expect(connection.closed).toBe(true);
         expect(whileSending.status).toBe(200);
-        expect(whileSending.ms).toBeLessThan(1000);
-        expectAllAnswered(polls, 1000, 5);
+        expect(whileSending.ms).toBeLessThan(promptMs);
+        expectAllAnswered(polls, promptMs, 5);
         expect(peakRss - rssBefore).toBeLessThan(200 * MB);
         await route.expectNothingStored(server);
       } finally {
@@ -785,9 +797,9 @@ describe('1,000 slow-body sockets from one client', () => {
       console.log(
         `429s answered ${Math.min(...answerMs).toFixed(0)}–${Math.max(...answerMs).toFixed(0)} ms after connecting`,
       );
-      // At once, without waiting for the request: a coarse bound (a loaded machine takes a
-      // couple of seconds to accept 1000 sockets), far below the 30 s the held requests get.
-      expect(Math.max(...answerMs)).toBeLessThan(5000);
+      // At once, without waiting for the request: half the 30 s the held requests get, which
+      // a loaded machine accepting 1000 sockets (a couple of seconds) stays far below.
+      expect(Math.max(...answerMs)).toBeLessThan(15_000);
 
       // Meanwhile another client is served: health, an append, and reading it back.
       const other = { localAddress: OTHER_CLIENT };
@@ -960,9 +972,7 @@ describe('a run of 300,000 entries', () => {
     what: string,
     read: () => Promise<T>,
   ): Promise<{ result: T; polls: Poll[]; promptMs: number }> {
-    const before = new HealthPoller(server.port);
-    await sleep(300);
-    const promptMs = Math.max(250, 5 * Math.max(...(await before.stop()).map((p) => p.ms)));
+    const promptMs = await promptBound(server.port, 250);
     // A scrape resets the delay histogram: the one after the read covers the read alone.
     expect((await http(server, 'GET', '/metrics')).status).toBe(200);
     const poller = new HealthPoller(server.port);

@@ -7,7 +7,7 @@ import type { Settings } from '../../src/model/settings.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
-import { freshDatabase } from './postgres.js';
+import { migratedDatabase } from './postgres.js';
 
 /** The Redis that scripts/services.sh starts (docs/SERVICES.md). */
 export const REDIS = process.env['TAILWATER_TEST_REDIS'] ?? 'redis://127.0.0.1:6379';
@@ -46,7 +46,7 @@ const sqliteMemory: BackendFactory = async (dir, settings) =>
  * Redis, so that apps of one test file (and files run side by side) never hear each other.
  */
 const postgresRedis: BackendFactory = async () => {
-  const database = await freshDatabase();
+  const database = await migratedDatabase();
   const store = await PostgresStore.open(database.url);
   const bus = await RedisBus.open(REDIS, { namespace: `test-${randomBytes(6).toString('hex')}` });
   return backendPair(store, bus, database.drop);

@@ -194,6 +194,11 @@ export interface TimedFrame {
   data: string;
   /** performance.now() when the frame was parsed. */
   at: number;
+  /**
+   * Which read of the body brought it (counted across reconnects): frames the server wrote at
+   * once, such as a poll's batch, share one; frames pushed one by one each have their own.
+   */
+  chunk: number;
 }
 
 export interface Viewer {
@@ -245,6 +250,7 @@ export function follow(
   };
   let lastId: string | undefined;
   let ended = false;
+  let chunks = 0;
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   const attempt = async () => {
@@ -264,6 +270,7 @@ export function follow(
           event: message.event ?? 'message',
           data: message.data,
           at: performance.now(),
+          chunk: chunks,
         };
         viewer.frames.push(frame);
         if (message.id !== undefined) {
@@ -277,6 +284,7 @@ export function follow(
     const decoder = new TextDecoder();
     try {
       for await (const chunk of response.body) {
+        chunks += 1;
         parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
         if (ended) break;
       }

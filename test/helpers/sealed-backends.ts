@@ -9,7 +9,7 @@ import { LocalSegmentStore } from '../../src/store/segment-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { TestBackend } from './backends.js';
 import { REDIS, backendFromEnv, backendPair } from './backends.js';
-import { freshDatabase } from './postgres.js';
+import { migratedDatabase } from './postgres.js';
 import { freshS3Url, s3Store } from './s3.js';
 
 /**
@@ -26,7 +26,7 @@ export async function sealedBackendFromEnv(
     const segments = new LocalSegmentStore(join(dir, 'segments'));
     return backendPair(new SealedStore(hot, segments, options), new MemoryBus());
   }
-  const database = await freshDatabase();
+  const database = await migratedDatabase();
   const hot = await PostgresStore.open(database.url);
   const bus = await RedisBus.open(REDIS, { namespace: `test-${randomBytes(6).toString('hex')}` });
   return backendPair(new SealedStore(hot, s3Store(freshS3Url()), options), bus, database.drop);

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { LocalSegmentStore } from '../../src/store/segment-store.js';
 import { sealedHistorySuite } from '../unit/sealed-store.suite.js';
-import { freshDatabase } from '../helpers/postgres.js';
+import { migratedDatabase } from '../helpers/postgres.js';
 import { freshS3Url, s3Store } from '../helpers/s3.js';
 
 // The sealed-history suite on PostgreSQL, with each segment store: S3 is what a fleet uses (every
 // replica reads it); a local directory serves a single server on PostgreSQL.
 for (const where of ['S3', 'local'] as const) {
   sealedHistorySuite(`PostgreSQL, ${where} segments`, async () => {
-    const database = await freshDatabase();
+    const database = await migratedDatabase();
     const dir = mkdtempSync(join(tmpdir(), 'tailwater-sealed-pg-'));
     const url = freshS3Url();
     const opened: PostgresStore[] = [];

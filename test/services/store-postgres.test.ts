@@ -9,7 +9,12 @@ import type { Store } from '../../src/store/store.js';
 import { runSearchContract } from '../unit/search.contract.js';
 import { runReplicaStoreContract, runStoreContract } from '../unit/store.contract.js';
 import { until } from '../helpers/wait.js';
-import { freshDatabase, pgAdmin as admin, POSTGRES_SERVER as SERVER } from '../helpers/postgres.js';
+import {
+  freshDatabase,
+  migratedDatabase,
+  pgAdmin as admin,
+  POSTGRES_SERVER as SERVER,
+} from '../helpers/postgres.js';
 
 // Compile-time guard: PostgresStore satisfies the Store port.
 const open: (url: string, options?: PostgresStoreOptions) => Promise<Store> = (url, options) =>
@@ -17,7 +22,7 @@ const open: (url: string, options?: PostgresStoreOptions) => Promise<Store> = (u
 
 /** Stores opened on one fresh database, all closed and the database dropped by `cleanup`. */
 async function storesOnFreshDatabase() {
-  const database = await freshDatabase();
+  const database = await migratedDatabase();
   const opened: Store[] = [];
   return {
     open: async () => {

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { existsSync, readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -34,7 +35,8 @@ import type { SseEvent, SseReader } from '../helpers/sse.js';
 //   "code"}`: docs/API.md) — never a 5xx, an exception out of inject, or a hang;
 // - every stream stays gapless (seq 1..lastSeq), lastSeq never goes back, the seeded entries stay
 //   byte for byte what they were, and a refused request or a read stores nothing at all;
-// - the event loop is never held for long.
+// - the event loop is never held for long (by this process's work: how long a busy machine
+//   keeps it from running is printed, not judged).
 //
 // `npm test` runs a fixed seed and a bounded number of runs; `npm run fuzz` runs long, with a new
 // seed each time unless TAILWATER_FUZZ_SEED is set. Every run prints its seed; replay a failure
@@ -47,8 +49,11 @@ const REPLAY_PATH = process.env['TAILWATER_FUZZ_PATH'] || undefined;
 /** Streams need a real socket each: fewer of them. */
 const STREAM_RUNS = Math.max(20, Math.round(RUNS / 2));
 const ANSWER_TIMEOUT_MS = 10_000;
-/** A coarse regression guard on the event loop; the real budget is 50 ms. */
-const LOOP_DELAY_BOUND_MS = 500;
+/**
+ * A coarse regression guard on the event loop, in CPU spent between two of its turns; the real
+ * budget is 50 ms (the delay, printed beside it).
+ */
+const LOOP_HOLD_BOUND_MS = 500;
 const LOOP_DELAY_BUDGET_MS = 50;
 const TEST_TIMEOUT_MS = Math.max(60_000, RUNS * 300);
 /** Every so many requests, every stream is read back whole and compared with what was seen. */
@@ -2326,7 +2331,45 @@ function checkOriginPolicy(
 
 const loopMaxima: Array<[string, number]> = [];
 
-/** Runs `fn` with the event loop's delay measured; its max must stay under the coarse bound. */
+/** proc(5)'s line for this process's main thread, the one that runs the event loop. */
+const MAIN_THREAD_STAT = `/proc/self/task/${process.pid}/stat`;
+
+/**
+ * CPU time the event loop's thread has used, in ms: utime and stime of proc(5), in clock
+ * ticks of 10 ms. Where there is no /proc, the whole process's (other threads counted too).
+ */
+function loopThreadCpuMs(): number {
+  if (!existsSync(MAIN_THREAD_STAT)) {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1000;
+  }
+  const stat = readFileSync(MAIN_THREAD_STAT, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * The most CPU time the event loop's thread spent between two of its turns (sampled every
+ * 10 ms). A handler that holds the loop spends the hold in CPU; a machine too busy to run this
+ * process lengthens the gap between turns, which monitorEventLoopDelay reports, but not this.
+ */
+function watchLoopHolds(): { stop(): number } {
+  let last = loopThreadCpuMs();
+  let max = 0;
+  const timer = setInterval(() => {
+    const now = loopThreadCpuMs();
+    max = Math.max(max, now - last);
+    last = now;
+  }, 10);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return max;
+    },
+  };
+}
+
+/** Runs `fn` with the event loop watched; what held it longest must stay under the bound. */
 async function measuringLoop(
   name: string,
   fn: () => Promise<void>,
@@ -2334,21 +2377,27 @@ async function measuringLoop(
 ): Promise<void> {
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
+  const holds = watchLoopHolds();
   const started = performance.now();
+  let holdMs = 0;
   try {
     await fn();
     // One more sample, so that a last stretch without a turn of the loop is counted too.
     await new Promise((resolve) => setTimeout(resolve, 20));
   } finally {
     histogram.disable();
+    holdMs = holds.stop();
   }
   const maxMs = histogram.max / 1e6;
   loopMaxima.push([name, maxMs]);
   console.log(
     `[fuzz] ${name}: ${((performance.now() - started) / 1000).toFixed(1)} s; answers ${describe()}; event-loop delay max ` +
-      `${maxMs.toFixed(1)} ms (p99 ${(histogram.percentile(99) / 1e6).toFixed(1)} ms; budget ${LOOP_DELAY_BUDGET_MS} ms, bound ${LOOP_DELAY_BOUND_MS} ms)`,
+      `${maxMs.toFixed(1)} ms (p99 ${(histogram.percentile(99) / 1e6).toFixed(1)} ms; budget ${LOOP_DELAY_BUDGET_MS} ms); ` +
+      `longest hold ${holdMs.toFixed(1)} ms of CPU (bound ${LOOP_HOLD_BOUND_MS} ms)`,
   );
-  expect(maxMs, `event-loop delay during ${name}`).toBeLessThan(LOOP_DELAY_BOUND_MS);
+  expect(holdMs, `CPU between two turns of the event loop during ${name}`).toBeLessThan(
+    LOOP_HOLD_BOUND_MS,
+  );
 }
 
 /** A property over a fresh seeded server, with the event loop watched throughout. */

@@ -537,6 +537,7 @@ describe('tail()', () => {
       },
     );
     expect(events.map((e) => e.type)).toEqual(['reconnecting']);
-    expect(performance.now() - started).toBeLessThan(10_000);
+    // Ended by the abort, not after the 60 s backoff: half of it, however busy the machine.
+    expect(performance.now() - started).toBeLessThan(30_000);
   });
 });
