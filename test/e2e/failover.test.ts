@@ -179,7 +179,8 @@ describe('failover: the fleet through an outage of Redis or PostgreSQL', () => {
       phase: Phase;
     }
     const acks: Ack[] = [];
-    const acked = (wanted: Phase) => acks.filter((ack) => ack.phase === wanted).length;
+    const acksIn = (wanted: Phase) => acks.filter((ack) => ack.phase === wanted);
+    const acked = (wanted: Phase) => acksIn(wanted).length;
     const refused: Array<{ i: number; status: number }> = [];
     let stop = false;
     // One writer through B, one append at a time: each entry's latency is its own.
@@ -248,10 +249,9 @@ describe('failover: the fleet through an outage of Redis or PostgreSQL', () => {
 
     const frameOf = new Map(viewer.entries.map((frame) => [seqOfId(frame.id), frame]));
     const latency = (ack: Ack) => Math.max(0, (frameOf.get(ack.seq)?.at ?? Infinity) - ack.at);
-    const inPhase = (wanted: Phase) => acks.filter((ack) => ack.phase === wanted);
-    const before = inPhase('before');
-    const down = inPhase('down');
-    const after = inPhase('after');
+    const before = acksIn('before');
+    const down = acksIn('down');
+    const after = acksIn('after');
     // How many entries came with each read of the body that brought one of a phase's entries.
     const perChunk = (phaseAcks: readonly Ack[]) => {
       const chunks = new Set(phaseAcks.map((ack) => frameOf.get(ack.seq)?.chunk));

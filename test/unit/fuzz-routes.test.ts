@@ -2333,13 +2333,14 @@ const loopMaxima: Array<[string, number]> = [];
 
 /** proc(5)'s line for this process's main thread, the one that runs the event loop. */
 const MAIN_THREAD_STAT = `/proc/self/task/${process.pid}/stat`;
+const HAS_THREAD_STAT = existsSync(MAIN_THREAD_STAT);
 
 /**
  * CPU time the event loop's thread has used, in ms: utime and stime of proc(5), in clock
  * ticks of 10 ms. Where there is no /proc, the whole process's (other threads counted too).
  */
 function loopThreadCpuMs(): number {
-  if (!existsSync(MAIN_THREAD_STAT)) {
+  if (!HAS_THREAD_STAT) {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1000;
   }
